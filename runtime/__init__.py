@@ -1,0 +1,1 @@
+"""tqgen_runtime — what applications import (variant selection lands with the runtime issue)."""

@@ -1,0 +1,71 @@
+"""Lloyd-Max codebooks for N(0, 1/D) coordinates (DESIGN §1.1), solved once and cached.
+
+Independently computed here (no tables copied): Lloyd's iteration on the standard normal —
+thresholds are the midpoints of adjacent centroids, each centroid the conditional mean of its
+cell — in float64 to convergence, then scaled by σ = 1/sqrt(D) and rounded to float32.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+_SQRT2 = math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _pdf(x: np.ndarray) -> np.ndarray:
+    return _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+
+
+def _cdf(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.vectorize(math.erf)(x / _SQRT2))
+
+
+@lru_cache(maxsize=None)
+def _unit_levels(bits: int) -> tuple[tuple[float, ...], float]:
+    """Optimal levels for N(0,1) with 2**bits cells and the resulting MSE (float64)."""
+    n = 2**bits
+    c = np.linspace(-2.5, 2.5, n) if n > 2 else np.array([-0.8, 0.8])
+    for _ in range(10000):
+        t = np.concatenate(([-np.inf], 0.5 * (c[:-1] + c[1:]), [np.inf]))
+        pa, pb = _pdf(t[:-1]), _pdf(t[1:])
+        pa[0] = pb[-1] = 0.0
+        mass = _cdf(t[1:]) - _cdf(t[:-1])
+        new = (pa - pb) / mass
+        if np.max(np.abs(new - c)) < 1e-13:
+            c = new
+            break
+        c = new
+    # MSE = E[X²] - Σ mass_i c_i²  (centroids are conditional means)
+    t = np.concatenate(([-np.inf], 0.5 * (c[:-1] + c[1:]), [np.inf]))
+    mass = _cdf(t[1:]) - _cdf(t[:-1])
+    mse = 1.0 - float(np.sum(mass * c * c))
+    return tuple(float(v) for v in c), mse
+
+
+@dataclass(frozen=True)
+class Codebook:
+    head_dim: int
+    bits: int
+    centroids: np.ndarray  # float32 [2**bits], sorted ascending
+    midpoints: np.ndarray  # float32 [2**bits - 1], (c[i] + c[i+1]) / 2 computed in float32
+    unit_mse: float  # expected squared error per unit-variance coordinate (== NMSE per unit vector)
+
+
+@lru_cache(maxsize=None)
+def lloyd_max(head_dim: int, bits: int) -> Codebook:
+    """Sorted float32 centroids and midpoints for coordinates of a rotated unit vector in R^D."""
+    if bits not in (1, 2, 3, 4, 5, 6, 7, 8):
+        raise ValueError(f"lloyd_max bits={bits!r} not supported: one of 1..8 (tqgen keys use 2, 3, 4)")
+    if not isinstance(head_dim, int) or head_dim < 1:
+        raise ValueError(f"lloyd_max head_dim={head_dim!r} not supported: a positive int such as 128")
+    levels, mse = _unit_levels(bits)
+    c = (np.asarray(levels, dtype=np.float64) / math.sqrt(head_dim)).astype(np.float32)
+    mid = ((c[:-1] + c[1:]) / np.float32(2)).astype(np.float32)
+    c.setflags(write=False)
+    mid.setflags(write=False)
+    return Codebook(head_dim, bits, c, mid, mse)
