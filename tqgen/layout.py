@@ -59,6 +59,16 @@ class PackScheme:
         return math.lcm(8, self.bits) // 8
 
     @property
+    def groups(self) -> int:
+        """Byte groups per vector."""
+        return self.elements // self.group_elements
+
+    @property
+    def levels(self) -> int:
+        """Largest code, 2**bits - 1."""
+        return (1 << self.bits) - 1
+
+    @property
     def name(self) -> str:
         return f"lsb{self.bits}x{self.group_elements}in{self.group_bytes}"
 

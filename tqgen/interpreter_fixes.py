@@ -1,0 +1,58 @@
+"""Fixes for Triton's CPU interpreter (TRITON_INTERPRET=1), applied when the interpreter is used.
+
+1. Scalars are 1-element arrays there; NumPy ≥ 2.4 refuses ``int()`` on them, which breaks
+   ``range(lo, hi, step)`` over runtime bounds. ``__index__`` reads the single element instead.
+2. Its float→fp8 conversion produces wrong bits (TOOLCHAIN.md: 3–5 % of values). fp8 casts go
+   through torch's fp8 dtypes (e4b15 through tqgen.reference's encoder), saturating to the largest
+   finite value as the GPU's satfinite conversion does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_APPLIED = False
+
+
+def apply() -> None:
+    global _APPLIED
+    if _APPLIED:
+        return
+    import torch
+    import triton.language as tl
+    from triton.runtime import interpreter as I
+
+    from .ir import KeyCodec
+    from .reference import _fp8_decode, _fp8_encode
+
+    orig_patch = I._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope):
+        orig_patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    I._patch_lang_tensor = patch_lang_tensor
+
+    fp8 = {tl.float8e4nv: KeyCodec.FP8_E4M3FN, tl.float8e4b8: KeyCodec.FP8_E4M3FNUZ,
+           tl.float8e4b15: KeyCodec.FP8_E4B15}
+    wide = {tl.float32: torch.float32, tl.float16: torch.float16, tl.bfloat16: torch.bfloat16}
+    orig_convert = I._convert_float
+
+    def to_torch(data: np.ndarray, dtype) -> torch.Tensor:
+        t = torch.from_numpy(np.ascontiguousarray(data))
+        return t.view(wide[dtype]) if dtype is tl.bfloat16 else t.to(wide[dtype])
+
+    def convert_float(input, input_dtype, output_dtype, rounding_mode):
+        if output_dtype in fp8 and input_dtype in wide:
+            x = to_torch(input, input_dtype).float()
+            return _fp8_encode(x, fp8[output_dtype]).numpy()
+        if input_dtype in fp8 and output_dtype in wide:
+            codes = torch.from_numpy(np.ascontiguousarray(input).view(np.uint8))
+            y = _fp8_decode(codes, fp8[input_dtype]).to(wide[output_dtype])
+            bits = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}[y.dtype]
+            out = y.view(bits).numpy()
+            return out.view(np.uint32 if bits is torch.int32 else np.uint16)
+        return orig_convert(input, input_dtype, output_dtype, rounding_mode)
+
+    I._convert_float = convert_float
+    _APPLIED = True

@@ -1,0 +1,215 @@
+"""Run a generated Triton variant from Python (GPU, or the CPU under TRITON_INTERPRET=1).
+
+    kern = load_triton(spec, "sm90")            # finds generated/<target>/triton/<id>/kernel.py or renders it
+    kern.store(key, value, cache, slot_mapping)
+    out = kern.decode(query, cache, block_table, seq_lens, sinks=None, sliding_window=None)
+    k, v = kern.dequant(cache, block_table, seq_lens, max_len)
+
+Tensor checks reuse the reference oracle's validators; byte addressing comes from
+``derive_layout(spec).page(num_kv_heads)`` and is passed to the kernels as constexprs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import reference as ref
+from .ir import LayoutSpec, Target
+from .lower_triton import gqa_rows, layout_constexprs, make_variant
+from .variants import Variant
+
+log = logging.getLogger("tqgen.triton")
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from .interpreter_fixes import apply as _apply_interpreter_fixes
+    _apply_interpreter_fixes()
+LOG2E = 1.4426950408889634
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("TQGEN_CACHE_DIR", Path.home() / ".cache" / "tqgen")) / "generated"
+
+
+def variant_dir(v: Variant, roots: list[Path] | None = None) -> Path:
+    """generated/ first (the pre-filled cache), else the on-demand cache (built now if missing)."""
+    from .build import default_root, write_variant
+    for root in (roots or [default_root()]):
+        d = Path(root) / v.relpath
+        if (d / "kernel.py").exists():
+            return d
+    d, changed = write_variant(v, cache_root())
+    if changed:
+        log.info("built %s on demand in %s", v.id, d)
+    return d
+
+
+def import_kernel_module(path: Path):
+    name = "tqgen_generated_" + path.parent.name.replace("-", "_")
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+@dataclass
+class TritonKernels:
+    variant: Variant
+    module: object
+    _consts: dict = field(default_factory=dict)
+
+    @property
+    def spec(self) -> LayoutSpec:
+        return self.variant.spec
+
+    def _device_consts(self, device: torch.device) -> dict[str, torch.Tensor]:
+        key = str(device)
+        if key not in self._consts:
+            s = self.spec
+            if s.key_codec.is_fp8:
+                z = torch.zeros(1, dtype=torch.float32, device=device)
+                self._consts[key] = {"rot": z, "mid": z, "cent": z}
+            else:
+                cent, mid = ref._codebook(s, device)
+                self._consts[key] = {"rot": ref.rotation(s, device).contiguous(), "mid": mid.contiguous(),
+                                     "cent": cent.contiguous()}
+        return self._consts[key]
+
+    def _launch_kw(self, device: torch.device) -> dict:
+        return self.variant.options.launch_kwargs(self.variant.target) if device.type == "cuda" else {}
+
+    # ------------------------------------------------------------------ store
+    def store(self, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
+              *, check: bool = True) -> None:
+        """Quantise key/value [N, Hk, D] into the cache; ``check=False`` skips host-syncing validation
+        (use it under CUDA-graph capture)."""
+        if check:
+            ref.check_store_args(self.spec, key, value, cache, slot_mapping)
+        n, hk, d = key.shape
+        if n == 0:
+            return
+        c = self._device_consts(cache.device)
+        opts = self.variant.options
+        bm = opts.store_block_m
+        grid = (triton_cdiv(n * hk, bm),)
+        self.module.tq_store[grid](
+            key, value, cache, slot_mapping, c["rot"], c["mid"], c["cent"], n * hk,
+            key.stride(0), key.stride(1), value.stride(0), value.stride(1),
+            **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device))
+
+    # ----------------------------------------------------------------- decode
+    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
+        """A split count fixed by shapes only (CUDA-graph safe): fill the SMs ~2x, ≤ tiles per sequence."""
+        sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
+        want = max(1, math.ceil(2 * sms / max(1, batch * num_kv_heads)))
+        tiles = max(1, math.ceil(max_seq_len / self.variant.options.block_n))
+        return int(min(want, tiles, 64))
+
+    def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
+        d = self.spec.head_dim
+        return {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
+                "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
+
+    def rotate_query(self, query: torch.Tensor, scale: float) -> torch.Tensor:
+        q = query.float() * (scale * LOG2E)
+        if not self.spec.key_codec.is_fp8:
+            q = q @ self._device_consts(query.device)["rot"].T  # q_rot = q · Πᵀ
+        return q.to(query.dtype).contiguous()
+
+    def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
+               *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
+               num_splits: int | None = None, workspace: dict | None = None, out: torch.Tensor | None = None,
+               check: bool = True) -> torch.Tensor:
+        s = self.spec
+        if check:
+            ref.check_cache(s, cache)
+            ref._check_tables(s, cache, block_table, seq_lens)
+            if query.dtype not in (torch.float16, torch.bfloat16) or query.dim() != 3 \
+                    or query.shape[0] != block_table.shape[0] or query.shape[2] != s.head_dim:
+                raise ValueError(f"query: got {ref._describe(query)}; expected float16/bfloat16 "
+                                 f"[{block_table.shape[0]}, Hq, {s.head_dim}]. Cast with query.to(torch.bfloat16).")
+            if query.shape[1] % cache.shape[2]:
+                raise ValueError(f"num_q_heads={query.shape[1]} is not a multiple of num_kv_heads={cache.shape[2]}.")
+            if sinks is not None and (sinks.shape != (query.shape[1],)):
+                raise ValueError(f"sinks: got {ref._describe(sinks)}; expected float32 [{query.shape[1]}].")
+            if sliding_window is not None and sliding_window < 1:
+                raise ValueError(f"sliding_window: got {sliding_window}; expected None or a positive int.")
+        b, hq, d = query.shape
+        hk = cache.shape[2]
+        g = hq // hk
+        scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+        splits = num_splits or self.num_splits_for(b, hk, block_table.shape[1] * s.block_size, cache.device)
+        ws = workspace or self.workspace(b, hq, splits, cache.device)
+        if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
+            raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
+        q = self.rotate_query(query, scale)
+        c = self._device_consts(cache.device)
+        opts = self.variant.options
+        kw = self._launch_kw(cache.device)
+        self.module.tq_decode_split[(b * hk, splits)](
+            q, cache, block_table, seq_lens, c["cent"], ws["acc"], ws["lse"], block_table.stride(0),
+            int(sliding_window or 0), **layout_constexprs(s, hk), G=g, GP=gqa_rows(g),
+            NUM_SPLITS=splits, BLOCK_N=opts.block_n, **kw)
+        out = out if out is not None else torch.empty(b, hq, d, dtype=query.dtype, device=query.device)
+        sp = 1
+        while sp < splits:
+            sp *= 2
+        has_sinks = sinks is not None
+        self.module.tq_decode_merge[(b * hq,)](
+            ws["acc"], ws["lse"], sinks.float().contiguous() if has_sinks else ws["lse"], out,
+            HQ=hq, NUM_SPLITS=splits, SP=sp, HAS_SINKS=has_sinks,
+            **({"num_warps": opts.merge_num_warps} if cache.device.type == "cuda" else {}))
+        return out
+
+    # ---------------------------------------------------------------- dequant
+    def dequant(self, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
+                max_len: int | None = None, dtype: torch.dtype = torch.bfloat16, *, check: bool = True,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cache → K (original domain), V as ``dtype`` [B, Hk, max_len, D]; zeros past seq_len."""
+        s = self.spec
+        if check:
+            ref.check_cache(s, cache)
+            ref._check_tables(s, cache, block_table, seq_lens)
+        if max_len is None:
+            max_len = int(seq_lens.max()) if seq_lens.numel() else 0  # host sync; pass max_len to avoid it
+        b, hk = block_table.shape[0], cache.shape[2]
+        k = torch.empty(b, hk, max_len, s.head_dim, dtype=dtype, device=cache.device)
+        v = torch.empty_like(k)
+        if b == 0 or max_len == 0:
+            return k, v
+        c = self._device_consts(cache.device)
+        bn = self.variant.options.dequant_block_n
+        self.module.tq_dequant[(b * hk, triton_cdiv(max_len, bn))](
+            cache, block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
+            **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
+        return k, v
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_LOADED: dict[str, TritonKernels] = {}
+
+
+def load_variant(v: Variant, roots: list[Path] | None = None) -> TritonKernels:
+    if v.id not in _LOADED:
+        path = variant_dir(v, roots) / "kernel.py"
+        _LOADED[v.id] = TritonKernels(v, import_kernel_module(path))
+    return _LOADED[v.id]
+
+
+def load_triton(spec: LayoutSpec, target: str | Target, kind: str = "generic", roots: list[Path] | None = None,
+                ) -> TritonKernels:
+    """Load (building on demand) the Triton variant of ``spec`` for ``target``."""
+    return load_variant(make_variant(spec, target, kind), roots)
