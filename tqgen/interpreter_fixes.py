@@ -2,7 +2,10 @@
 
 1. Scalars are 1-element arrays there; NumPy ≥ 2.4 refuses ``int()`` on them, which breaks
    ``range(lo, hi, step)`` over runtime bounds. ``__index__`` reads the single element instead.
-2. Its float→fp8 conversion produces wrong bits (TOOLCHAIN.md: 3–5 % of values). fp8 casts go
+2. Its ``dtype.to_ir`` forgets fp8e4b8 (the fnuz format); it is added back.
+3. ``tl.dot`` with bf16 operands multiplies their raw uint16 storage; bf16 operands are widened to
+   fp32 first (exact).
+4. Its float→fp8 conversion produces wrong bits (TOOLCHAIN.md: 3–5 % of values). fp8 casts go
    through torch's fp8 dtypes (e4b15 through tqgen.reference's encoder), saturating to the largest
    finite value as the GPU's satfinite conversion does.
 """
@@ -33,6 +36,19 @@ def apply() -> None:
 
     I._patch_lang_tensor = patch_lang_tensor
 
+    orig_core = I._patch_lang_core
+
+    def patch_lang_core(lang, scope):  # the interpreter's dtype.to_ir forgets fp8e4b8 (fnuz)
+        orig_core(lang, scope)
+        patched = lang.dtype.to_ir
+
+        def to_ir(self, builder):
+            return builder.get_fp8e4b8_ty() if self.name == "fp8e4b8" else patched(self, builder)
+
+        scope.set_attr(lang.dtype, "to_ir", to_ir)
+
+    I._patch_lang_core = patch_lang_core
+
     fp8 = {tl.float8e4nv: KeyCodec.FP8_E4M3FN, tl.float8e4b8: KeyCodec.FP8_E4M3FNUZ,
            tl.float8e4b15: KeyCodec.FP8_E4B15}
     wide = {tl.float32: torch.float32, tl.float16: torch.float16, tl.bfloat16: torch.bfloat16}
@@ -55,4 +71,16 @@ def apply() -> None:
         return orig_convert(input, input_dtype, output_dtype, rounding_mode)
 
     I._convert_float = convert_float
+
+    orig_dot = I.InterpreterBuilder.create_dot
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        def widen(x):
+            if x.dtype.scalar == tl.bfloat16:
+                data = orig_convert(x.data, tl.bfloat16, tl.float32, None).view(np.float32)
+                return I.TensorHandle(data, tl.float32)
+            return x
+        return orig_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+
+    I.InterpreterBuilder.create_dot = create_dot
     _APPLIED = True

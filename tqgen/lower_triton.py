@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import jinja2
 
 from . import __version__
-from .ir import FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Target, Vendor, check_target, is_power_of_two
+from .ir import FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target, is_power_of_two
 from .layout import derive_layout
 from .variants import GFX950_SPECIAL_RULES, Request, Variant, generic_rules
 
@@ -85,16 +86,17 @@ TRITON_OPTIONS: dict[Target, TritonOptions] = {
     Target.SM80: TritonOptions(num_warps=4, num_stages=2, block_n=32),
     Target.SM86: TritonOptions(num_warps=4, num_stages=2, block_n=32),
     Target.SM89: TritonOptions(num_warps=4, num_stages=2, block_n=32),
-    Target.SM90: TritonOptions(num_warps=4, num_stages=3, block_n=64),
-    Target.GFX90A: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=2, matrix_instr_nonkdim=16),
-    Target.GFX942: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=2, matrix_instr_nonkdim=16),
-    Target.GFX950: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=2, matrix_instr_nonkdim=16),
+    Target.SM90: TritonOptions(num_warps=4, num_stages=1, block_n=32),  # best of a sweep on the H200
+    Target.GFX90A: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
+    Target.GFX942: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
+    Target.GFX950: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
     Target.CPU: TritonOptions(num_warps=1, num_stages=1, block_n=16, dequant_block_n=16),
 }
 
 #: the specialised gfx950 decode (our stand-in for vLLM's FlyDSL kernel): wave64, MFMA 16x16 bf16 dots,
-#: 64-token tiles (four 16-token pages per tile), one wave-pair per EU
-GFX950_SPECIAL_OPTIONS = TritonOptions(num_warps=4, num_stages=2, block_n=64, waves_per_eu=1,
+#: 32-token tiles (64-token tiles spill even at 512 VGPRs), single-stage pipeline; sinks and sliding
+#: window are compiled out (its rules refuse them) and dots run in bf16 only
+GFX950_SPECIAL_OPTIONS = TritonOptions(num_warps=4, num_stages=1, block_n=32, waves_per_eu=0,
                                        matrix_instr_nonkdim=16, kpack=1)
 KINDS = ("generic", "gfx950_mfma")
 
@@ -105,6 +107,10 @@ def triton_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> l
     if not is_power_of_two(spec.head_dim) or not 16 <= spec.head_dim <= 256:
         r.append(Reason("head_dim", spec.head_dim, "a power of two in 16..256 for Triton",
                         "tl.arange needs power-of-two extents; non-power-of-two head_dim runs on the reference backend"))
+    if spec.rotation is Rotation.ORTHOGONAL:
+        r.append(Reason("rotation", "orthogonal", ["hadamard", "rht"],
+                        "Triton kernels rotate with an in-register fast Walsh-Hadamard transform; "
+                        "dense orthogonal rotations run on the reference backend"))
     if kind == "gfx950_mfma":
         if target is not Target.GFX950:
             r.append(Reason("target", str(target), ["gfx950"], "the MFMA-tuned decode exists for gfx950 only"))
@@ -150,6 +156,7 @@ def render_triton(v: Variant) -> str:
         fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
         triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
+        log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
     )
     return _env().get_template(TRITON_TEMPLATE).render(**ctx)
 
@@ -162,6 +169,9 @@ def layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> dict[str, int]:
     for field, p in names.items():
         if derive_layout(spec).has(field):
             fa = page[field]
+            if field not in ("k_data", "v_data"):  # fp16 fields are read through an int16 view
+                assert fa.offset % 2 == 0 and fa.token_stride % 2 == 0 and fa.head_stride % 2 == 0 \
+                    and page.block_bytes % 2 == 0, f"{field} of {spec.token} is not 2-byte aligned"
             out |= {f"{p}_OFF": fa.offset, f"{p}_TS": fa.token_stride, f"{p}_HS": fa.head_stride}
         else:  # fp8 keys have no norm: the constexprs exist but are never read
             out |= {f"{p}_OFF": 0, f"{p}_TS": 0, f"{p}_HS": 0}

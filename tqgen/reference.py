@@ -68,7 +68,7 @@ def pack_bits(codes: torch.Tensor, bits: int) -> torch.Tensor:
 def unpack_bits(data: torch.Tensor, bits: int, n: int) -> torch.Tensor:
     """Inverse of :func:`pack_bits`: [..., nbytes] uint8 → [..., n] int64 codes."""
     d = data.to(torch.int64)
-    stream = ((d[..., None] >> torch.arange(8, device=d.device)) & 1).reshape(*d.shape[:-1], -1)
+    stream = ((d[..., None] >> torch.arange(8, device=d.device)) & 1).reshape(*d.shape[:-1], d.shape[-1] * 8)
     stream = stream[..., : n * bits].reshape(*d.shape[:-1], n, bits)
     return (stream << torch.arange(bits, device=d.device)).sum(-1)
 
@@ -82,13 +82,9 @@ def _fp8_encode(x: torch.Tensor, codec: KeyCodec) -> torch.Tensor:
         return xs.to(torch.float8_e4m3fn).view(torch.uint8)
     if codec is KeyCodec.FP8_E4M3FNUZ:
         return xs.to(torch.float8_e4m3fnuz).view(torch.uint8)
-    # e4b15: 1 sign, 4 exponent (bias 15), 3 mantissa bits, every code finite (max 1.875).
-    # Its codes equal e4m3fn's for x·2^8, except exponent 15 / mantissa 7 (1.875 here, NaN there).
-    y = xs * 256.0
-    code = y.to(torch.float8_e4m3fn).view(torch.uint8)
-    top = y.abs() > 464.0  # above the tie between 448 (mantissa 6, even) and 480: rounds to 1.875
-    sign = (y < 0).to(torch.uint8) << 7
-    return torch.where(top, sign | 0x7F, code)
+    # e4b15: 1 sign, 4 exponent (bias 15), 3 mantissa bits. Its codes equal e4m3fn's for x·2^8
+    # (saturated at 1.75 = 448·2^-8 above, like Triton's conversion, so the code 0x7F never appears).
+    return (xs * 256.0).to(torch.float8_e4m3fn).view(torch.uint8)
 
 
 def _fp8_decode(codes: torch.Tensor, codec: KeyCodec) -> torch.Tensor:
@@ -140,7 +136,7 @@ def encode_values(spec: LayoutSpec, v: torch.Tensor) -> dict[str, torch.Tensor]:
     v = torch.where(torch.isnan(v), v, v.clamp(-FP16_MAX, FP16_MAX))
     levels = 2**spec.value_bits - 1
     lo, hi = v.min(-1).values, v.max(-1).values
-    scale = (hi - lo) / levels
+    scale = (hi - lo) / torch.full_like(hi, levels)  # a true division (CUDA torch turns "/ 15" into "* (1/15)")
     scale = torch.where(scale > SCALE_MIN, scale, torch.full_like(scale, SCALE_MIN))
     q = torch.floor((v - lo[:, None]) / scale[:, None] + 0.5).clamp(0, levels)
     q = torch.where(torch.isnan(q), torch.zeros_like(q), q).to(torch.int64)
@@ -180,7 +176,7 @@ def _write_fields(bl: ByteLayout, cache: torch.Tensor, fields: dict[str, torch.T
     page = bl.page(cache.shape[2])
     flat = cache.view(-1)
     for name, val in fields.items():
-        data = val.view(torch.uint8).reshape(val.shape[0], -1) if val.dtype != torch.uint8 else val
+        data = val.view(torch.uint8).reshape(val.shape[0], 2) if val.dtype != torch.uint8 else val
         idx = _field_bytes_index(page, page[name], blk, t, h)
         flat[idx.reshape(-1)] = data.reshape(-1)
 
@@ -307,8 +303,8 @@ def _gather_seq(spec, bl, cache, block_table, seq_lens, i, *, rotated=False):
     tt = t[:, None].expand(n, h).reshape(-1)
     hh = torch.arange(h, device=cache.device)[None, :].expand(n, h).reshape(-1)
     f = _read_fields(bl, cache, blk, tt, hh)
-    k = decode_keys(spec, f, rotated=rotated).reshape(n, h, -1)
-    v = decode_values(spec, f).reshape(n, h, -1)
+    k = decode_keys(spec, f, rotated=rotated).reshape(n, h, spec.head_dim)
+    v = decode_values(spec, f).reshape(n, h, spec.head_dim)
     return k, v
 
 

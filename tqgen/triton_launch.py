@@ -19,10 +19,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from . import reference as ref
-from .ir import LayoutSpec, Target
+from .codebook import lloyd_max
+from .ir import LayoutSpec, Rotation, Target
 from .lower_triton import gqa_rows, layout_constexprs, make_variant
 from .variants import Variant
 
@@ -81,8 +83,26 @@ class TritonKernels:
                 self._consts[key] = {"rot": z, "mid": z, "cent": z}
             else:
                 cent, mid = ref._codebook(s, device)
-                self._consts[key] = {"rot": ref.rotation(s, device).contiguous(), "mid": mid.contiguous(),
-                                     "cent": cent.contiguous()}
+                from .rotation import random_signs
+                signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
+                    else np.ones(s.head_dim, dtype=np.float32)
+                self._consts[key] = {"rot": torch.from_numpy(signs).to(device), "mid": mid.contiguous(),
+                                     "cent": cent.contiguous(), "pi": ref.rotation(s, device).contiguous()}
+        return self._consts[key]
+
+    def _luts(self, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pair tables (int32) for the decode: K centroids and V integer codes, as ``dtype`` bit patterns."""
+        key = (str(device), dtype)
+        if key not in self._consts:
+            s = self.spec
+            if s.key_codec.is_fp8:
+                klut = torch.zeros(1, dtype=torch.int32, device=device)
+            else:
+                klut = pair_lut(torch.from_numpy(lloyd_max(s.head_dim, s.key_bits).centroids.copy()), s.key_bits,
+                                dtype).to(device)
+            vlut = pair_lut(torch.arange(1 << s.value_bits, dtype=torch.float32), s.value_bits, dtype).to(device) \
+                if s.value_bits < 8 else torch.zeros(1, dtype=torch.int32, device=device)
+            self._consts[key] = (klut, vlut)
         return self._consts[key]
 
     def _launch_kw(self, device: torch.device) -> dict:
@@ -103,15 +123,15 @@ class TritonKernels:
         bm = opts.store_block_m
         grid = (triton_cdiv(n * hk, bm),)
         self.module.tq_store[grid](
-            key, value, cache, slot_mapping, c["rot"], c["mid"], c["cent"], n * hk,
+            key, value, cache, cache.view(torch.int16), slot_mapping, c["rot"], c["mid"], c["cent"], n * hk,
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
             **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device))
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
-        """A split count fixed by shapes only (CUDA-graph safe): fill the SMs ~2x, ≤ tiles per sequence."""
-        sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
-        want = max(1, math.ceil(2 * sms / max(1, batch * num_kv_heads)))
+        """A split count fixed by shapes only (CUDA-graph safe): ~4 programs per SM, ≤ tiles per sequence."""
+        sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+        want = max(1, math.ceil(4 * sms / max(1, batch * num_kv_heads)))
         tiles = max(1, math.ceil(max_seq_len / self.variant.options.block_n))
         return int(min(want, tiles, 64))
 
@@ -123,7 +143,7 @@ class TritonKernels:
     def rotate_query(self, query: torch.Tensor, scale: float) -> torch.Tensor:
         q = query.float() * (scale * LOG2E)
         if not self.spec.key_codec.is_fp8:
-            q = q @ self._device_consts(query.device)["rot"].T  # q_rot = q · Πᵀ
+            q = q @ self._device_consts(query.device)["pi"].T  # q_rot = q · Πᵀ
         return q.to(query.dtype).contiguous()
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
@@ -153,11 +173,12 @@ class TritonKernels:
         if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
             raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
         q = self.rotate_query(query, scale)
-        c = self._device_consts(cache.device)
+        klut, vlut = self._luts(cache.device, query.dtype)
         opts = self.variant.options
         kw = self._launch_kw(cache.device)
         self.module.tq_decode_split[(b * hk, splits)](
-            q, cache, block_table, seq_lens, c["cent"], ws["acc"], ws["lse"], block_table.stride(0),
+            q, cache, cache.view(torch.int16), block_table, seq_lens, klut, vlut, ws["acc"], ws["lse"],
+            block_table.stride(0),
             int(sliding_window or 0), **layout_constexprs(s, hk), G=g, GP=gqa_rows(g),
             NUM_SPLITS=splits, BLOCK_N=opts.block_n, **kw)
         out = out if out is not None else torch.empty(b, hq, d, dtype=query.dtype, device=query.device)
@@ -190,9 +211,17 @@ class TritonKernels:
         c = self._device_consts(cache.device)
         bn = self.variant.options.dequant_block_n
         self.module.tq_dequant[(b * hk, triton_cdiv(max_len, bn))](
-            cache, block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
+            cache, cache.view(torch.int16), block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
             **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
         return k, v
+
+
+def pair_lut(values: torch.Tensor, bits: int, dtype: torch.dtype) -> torch.Tensor:
+    """int32 [4**bits]: entry c0 | c1 << bits holds dtype bits of values[c0] (low 16) and values[c1] (high 16)."""
+    v = values.to(dtype).view(torch.int16).to(torch.int64) & 0xFFFF
+    i = torch.arange(1 << (2 * bits))
+    packed = v[i & ((1 << bits) - 1)] | (v[i >> bits] << 16)
+    return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
 
 
 def triton_cdiv(a: int, b: int) -> int:

@@ -1,0 +1,110 @@
+"""Triton kernels in the CPU interpreter (TRITON_INTERPRET=1) against the reference oracle.
+
+Store: tqgen.testing.compare_store (V and fp8 bytes identical; a Lloyd-Max index may differ only
+where the rotated coordinate lies within 1e-5 of a midpoint). Decode: max error relative to
+max |out| within tqgen.testing.DECODE_TOL for the query dtype (fp16/bf16 dot inputs and output).
+Dequant (float32 out): K within 1e-5 relative (fast Walsh-Hadamard vs GEMM summation order), V exact
+up to one fp32 rounding (1e-6).
+"""
+
+import pytest
+import torch
+
+from tqgen import LayoutSpec
+from tqgen import reference as ref
+from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
+from tqgen.triton_launch import load_triton
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests run where there is no GPU")
+
+PRESETS = ["k8v4", "4bit_nc", "k3v4_nc", "3bit_nc"]
+CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [
+    dict(preset="4bit_nc", layout="aos", fold_norm=True),
+    dict(preset="k3v4_nc", layout="soa", fold_norm=False),
+    dict(preset="4bit_nc", layout="soa", rotation="rht", rotation_seed=7),
+    dict(preset="3bit_nc", layout="aos", block_size=64),
+    dict(preset="k8v4", layout="soa", block_size=64),
+    dict(preset="4bit_nc", layout="soa", head_dim=64, gqa=1),
+    dict(preset="k3v4_nc", layout="aos", head_dim=64, dtype=torch.float16),
+    dict(preset="k8v4", layout="aos", key_codec="fp8_e4m3fnuz", gqa=1),
+    dict(preset="k8v4", layout="soa", key_codec="fp8_e4b15", scale_keys=0.5),
+    dict(preset="4bit_nc", layout="aos", key_bits=2, value_bits=2),
+    dict(preset="4bit_nc", layout="soa", value_bits=8),
+]
+
+
+def _id(c):
+    return "-".join(f"{k}={v}" if k not in ("preset", "layout") else str(v) for k, v in c.items()).replace("torch.", "")
+
+
+def make(c):
+    c = dict(c)
+    gqa = c.pop("gqa", 4)
+    dtype = c.pop("dtype", torch.bfloat16)
+    scale_keys = c.pop("scale_keys", 1.0)
+    preset, layout = c.pop("preset"), c.pop("layout")
+    head_dim, block_size = c.pop("head_dim", 128), c.pop("block_size", 16)
+    spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=head_dim, block_size=block_size, **c)
+    return spec, gqa, dtype, scale_keys
+
+
+@pytest.mark.parametrize("c", CASES, ids=_id)
+def test_store_decode_dequant_match_reference(c):
+    spec, gqa, dtype, scale_keys = make(c)
+    case = Case(spec, [37, 0, 70, 1], 2, gqa, dtype=dtype, seed=3).build("cpu")
+    key = (case["key"].float() * scale_keys).to(dtype)  # e4b15 holds |k| ≤ 1.75: keep keys in range
+    kern = load_triton(spec, "cpu")
+    got = ref.allocate(spec, case["num_blocks"], 2)
+    want = ref.allocate(spec, case["num_blocks"], 2)
+    kern.store(key, case["value"], got, case["slot_mapping"])
+    ref.store(spec, key, case["value"], want, case["slot_mapping"])
+    diff = compare_store(spec, got, want, key, case["slot_mapping"])
+    assert diff.ok, diff.summary()
+    assert diff.identical_slots >= diff.slots - 2, diff.summary()  # flips are rare: at most a couple here
+    bt, sl, q = case["block_table"], case["seq_lens"], case["query"]
+    for sinks, window in ((None, None), (case["sinks"], 20)):
+        out = kern.decode(q, want, bt, sl, sinks=sinks, sliding_window=window, num_splits=3)
+        exp = ref.decode(spec, q, want, bt, sl, sinks=sinks, sliding_window=window)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        assert rel_err(out, exp) <= DECODE_TOL[dtype], (rel_err(out, exp), sinks is not None)
+        assert torch.equal(out[1], torch.zeros_like(out[1]))  # seq_len 0 → zeros
+    k, v = kern.dequant(want, bt, sl, dtype=torch.float32)
+    ek, ev = ref.dequant(spec, want, bt, sl)
+    assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_layout_equivalence_aos_soa_decode(preset):
+    """Same inputs, same fold setting: AoS and SoA caches decode to the same outputs."""
+    outs = []
+    for layout in ("aos", "soa"):
+        spec = LayoutSpec.from_preset(preset, layout=layout, fold_norm=preset != "k8v4" and True or False)
+        case = Case(spec, [50, 19], 2, 4, seed=11).build("cpu")
+        kern = load_triton(spec, "cpu")
+        cache = ref.allocate(spec, case["num_blocks"], 2)
+        kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+        outs.append(kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], num_splits=2))
+    # identical bytes per slot in both layouts and the same kernel math: equal up to tile-order rounding
+    assert rel_err(outs[0], outs[1]) <= DECODE_TOL[torch.bfloat16] / 8
+
+
+def test_gfx950_special_runs_in_interpreter():
+    spec = LayoutSpec.from_preset("4bit_nc", layout="soa")
+    kern = load_triton(spec, "gfx950", "gfx950_mfma")
+    case = Case(spec, [64, 33], 1, 8, seed=5).build("cpu")
+    cache = ref.allocate(spec, case["num_blocks"], 1)
+    kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+    out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"])
+    exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"])
+    assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
+
+
+def test_store_rejects_bad_input():
+    spec = LayoutSpec.from_preset("4bit_nc")
+    kern = load_triton(spec, "cpu")
+    cache = ref.allocate(spec, 2, 2)
+    k = torch.randn(3, 2, 128, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="slot_mapping"):
+        kern.store(k, k, cache, torch.tensor([0, 1, 99], dtype=torch.int32))
+    with pytest.raises(ValueError, match="key"):
+        kern.store(k.float(), k, cache, torch.tensor([0, 1, 2], dtype=torch.int32))

@@ -1,0 +1,172 @@
+"""Compile generated Triton variants for a GPU target without a GPU (one target per process).
+
+    python -m tqgen.compile_check --target sm90 [--json out.json]
+
+For every variant of that target in the default matrix, compiles store, decode (split, merge) and
+dequant with ``triton.compile(ASTSource(...), target=GPUTarget(...))`` and reports registers,
+spills and scratch (ptxas -v on NVIDIA, the AMDGCN metadata on AMD) and whether matrix
+instructions (mma/wgmma, v_mfma) were emitted. Exit 1 on any compile error, spill or scratch use.
+Triton reuses per-process state between targets, so call this once per target (TOOLCHAIN.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .ir import Target, Vendor
+from .lower_triton import gqa_rows, layout_constexprs
+from .variants import Variant
+
+GPU_TARGETS = {
+    Target.SM80: ("cuda", 80, 32), Target.SM86: ("cuda", 86, 32), Target.SM89: ("cuda", 89, 32),
+    Target.SM90: ("cuda", 90, 32), Target.GFX90A: ("hip", "gfx90a", 64), Target.GFX942: ("hip", "gfx942", 64),
+    Target.GFX950: ("hip", "gfx950", 64),
+}
+EXAMPLE_HK, EXAMPLE_GQA, EXAMPLE_SPLITS = 8, 4, 16
+
+
+@dataclass
+class KernelReport:
+    variant: str
+    kernel: str
+    ok: bool
+    registers: int | None = None
+    spills: int | None = None
+    scratch: int | None = None
+    matrix_ops: int = 0
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
+    """(signature, constexprs) per kernel, with representative shapes (8 kv heads, GQA 4)."""
+    lay = layout_constexprs(v.spec, EXAMPLE_HK)
+    o = v.options
+    dt = "bf16"
+    g = EXAMPLE_GQA if v.kind == "generic" else 8
+    return {
+        "tq_store": ({"key_ptr": f"*{dt}", "value_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16",
+                      "slot_ptr": "*i32",
+                      "rot_ptr": "*fp32", "mid_ptr": "*fp32", "cent_ptr": "*fp32", "n_rows": "i32",
+                      "stride_kn": "i32", "stride_kh": "i32", "stride_vn": "i32", "stride_vh": "i32"},
+                     lay | {"BLOCK_M": o.store_block_m}),
+        "tq_decode_split": ({"q_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32",
+                             "seq_lens_ptr": "*i32", "klut_ptr": "*i32", "vlut_ptr": "*i32", "acc_ptr": "*fp32", "lse_ptr": "*fp32", "stride_bt": "i32",
+                             "window": "i32"},
+                            lay | {"G": g, "GP": gqa_rows(g), "NUM_SPLITS": EXAMPLE_SPLITS, "BLOCK_N": o.block_n}),
+        "tq_decode_merge": ({"acc_ptr": "*fp32", "lse_ptr": "*fp32", "sinks_ptr": "*fp32", "out_ptr": f"*{dt}"},
+                            {"HQ": EXAMPLE_HK * g, "NUM_SPLITS": EXAMPLE_SPLITS, "SP": EXAMPLE_SPLITS,
+                             "HAS_SINKS": True}),
+        "tq_dequant": ({"cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32", "seq_lens_ptr": "*i32", "rot_ptr": "*fp32",
+                        "cent_ptr": "*fp32", "k_out_ptr": f"*{dt}", "v_out_ptr": f"*{dt}", "stride_bt": "i32",
+                        "max_len": "i32"}, lay | {"BLOCK_N": o.dequant_block_n}),
+    }
+
+
+def _ptxas_report(ptx: str, arch: int) -> tuple[int | None, int | None, str]:
+    from triton.backends.nvidia.compiler import get_ptxas
+    ptxas = get_ptxas(arch).path
+    sm = f"sm_{arch}a" if arch == 90 else f"sm_{arch}"
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "k.ptx"
+        p.write_text(ptx)
+        r = subprocess.run([ptxas, f"-arch={sm}", "-v", str(p), "-o", str(Path(d) / "k.cubin")],
+                           capture_output=True, text=True)
+    text = r.stdout + r.stderr
+    regs = re.search(r"Used (\d+) registers", text)
+    spill = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
+    spills = sum(int(a) + int(b) for a, b in spill) if spill else None
+    return (int(regs.group(1)) if regs else None), spills, text
+
+
+def compile_variant(v: Variant, module) -> list[KernelReport]:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    backend, arch, warp = GPU_TARGETS[v.target]
+    gpu = GPUTarget(backend, arch, warp)
+    out = []
+    for name, (sig, consts) in kernel_signatures(v).items():
+        fn = getattr(module, name)
+        full_sig = dict(sig) | {k: "constexpr" for k in consts}
+        ptr_attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
+        opts = v.options.launch_kwargs(v.target)
+        if name == "tq_decode_merge":
+            opts = dict(opts, num_warps=v.options.merge_num_warps)
+        rep = KernelReport(v.id, name, ok=False)
+        try:
+            ck = triton.compile(ASTSource(fn, full_sig, constexprs=consts, attrs=ptr_attrs), target=gpu, options=opts)
+        except Exception as e:  # a compile failure is a finding, not a crash
+            rep.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
+            out.append(rep)
+            continue
+        if v.target.info.vendor is Vendor.NVIDIA:
+            ptx = ck.asm["ptx"]
+            rep.registers, rep.spills, text = _ptxas_report(ptx, arch)
+            rep.scratch = 0 if rep.spills == 0 else rep.spills
+            rep.matrix_ops = len(re.findall(r"\b(?:wgmma\.mma_async|mma\.sync)", ptx))
+            if rep.spills is None:
+                rep.notes.append("ptxas printed no spill line: " + text[-300:])
+        else:
+            gcn = ck.asm["amdgcn"]
+            vs = re.search(r"\.vgpr_spill_count:\s*(\d+)", gcn)
+            ss = re.search(r"\.sgpr_spill_count:\s*(\d+)", gcn)
+            scratch = re.search(r"ScratchSize:\s*(\d+)", gcn)
+            vgpr = re.search(r"\.vgpr_count:\s*(\d+)", gcn)
+            rep.spills = (int(vs.group(1)) if vs else 0) + (int(ss.group(1)) if ss else 0)
+            rep.scratch = int(scratch.group(1)) if scratch else None
+            rep.registers = int(vgpr.group(1)) if vgpr else None
+            rep.matrix_ops = len(re.findall(r"\bv_mfma_", gcn))
+        rep.ok = rep.spills == 0 and rep.scratch == 0
+        out.append(rep)
+    return out
+
+
+def check_target(target: Target, variants: list[Variant] | None = None) -> list[KernelReport]:
+    from .build import default_matrix, render_files
+    from .triton_launch import import_kernel_module
+
+    if variants is None:
+        variants = [v for v in default_matrix()[0] if v.target is target]
+    reports = []
+    with tempfile.TemporaryDirectory() as d:
+        for v in variants:
+            p = Path(d) / v.id / "kernel.py"
+            p.parent.mkdir(parents=True)
+            p.write_text(render_files(v)["kernel.py"])
+            reports += compile_variant(v, import_kernel_module(p))
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    target = Target.parse(a.target, "target")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        print("unset TRITON_INTERPRET to compile", file=sys.stderr)
+        return 2
+    reports = check_target(target)
+    bad = [r for r in reports if not r.ok]
+    for r in reports:
+        status = "ok " if r.ok else "BAD"
+        print(f"{status} {r.kernel:<16} regs={r.registers} spills={r.spills} scratch={r.scratch} "
+              f"matrix_ops={r.matrix_ops} {r.variant} {r.error}")
+    if a.json:
+        Path(a.json).write_text(json.dumps([asdict(r) for r in reports], indent=1))
+    print(f"{target}: {len(reports) - len(bad)}/{len(reports)} kernels compiled without spills or scratch")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

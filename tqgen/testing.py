@@ -1,0 +1,176 @@
+"""One case runner for every backend's tests: inputs, the oracle, and the comparison rules.
+
+Store comparison rule (why not plain byte equality): V data, V scale, V zero and fp8 keys are
+elementwise IEEE operations and must be byte-identical. Lloyd-Max key indices come from a
+rotation whose fp32 summation order differs between backends (reference: a GEMM; Triton: a
+fast Walsh-Hadamard transform; |Δy| ≤ log2(D)·2^-24·‖x̂‖₁/√D < 1e-6 for unit x̂), so an index may
+differ by one where the rotated coordinate lies within ``FLIP_DELTA`` = 1e-5 of the decision
+midpoint; the stored fp16 norm may differ by one fp16 ulp (its fp32 sum of squares is ordered
+differently) — for a folded slot with such a flip, one ulp from the fold of the codes it stored.
+Anything else is a mismatch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from . import reference as ref
+from .codebook import lloyd_max
+from .ir import LayoutSpec
+from .layout import derive_layout
+
+FLIP_DELTA = 1e-5
+
+
+@dataclass
+class StoreDiff:
+    slots: int = 0
+    identical_slots: int = 0
+    index_flips: int = 0
+    max_norm_ulp: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        return (f"{self.identical_slots}/{self.slots} slots byte-identical, {self.index_flips} explained index "
+                f"flip(s), max norm diff {self.max_norm_ulp} fp16 ulp" + (f"; PROBLEMS: {self.problems[:5]}"
+                                                                           if self.problems else ""))
+
+
+def _fp16_ulps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    ia = a.view(torch.int16).to(torch.int32)
+    ib = b.view(torch.int16).to(torch.int32)
+    # map sign-magnitude to a monotonic integer line
+    ia = torch.where(ia < 0, -32768 - ia, ia)
+    ib = torch.where(ib < 0, -32768 - ib, ib)
+    return (ia - ib).abs()
+
+
+def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: torch.Tensor,
+                  slot_mapping: torch.Tensor) -> StoreDiff:
+    """Compare two caches written from the same (key, slot_mapping); see the module docstring."""
+    out = StoreDiff()
+    bl = derive_layout(spec)
+    h = got.shape[2]
+    keep = slot_mapping >= 0
+    slots = slot_mapping[keep].to(torch.int64)
+    m = slots.shape[0]
+    if m == 0:
+        return out
+    blk = (slots // spec.block_size)[:, None].expand(m, h).reshape(-1)
+    t = (slots % spec.block_size)[:, None].expand(m, h).reshape(-1)
+    hh = torch.arange(h, device=got.device)[None, :].expand(m, h).reshape(-1)
+    fg = ref._read_fields(bl, got, blk, t, hh)
+    fw = ref._read_fields(bl, want, blk, t, hh)
+    out.slots = m * h
+    same = torch.ones(m * h, dtype=torch.bool, device=got.device)
+    for name in ("v_data", "v_scale", "v_zero"):
+        eq = (fg[name].view(torch.uint8).reshape(m * h, -1) == fw[name].view(torch.uint8).reshape(m * h, -1)).all(-1)
+        if not bool(eq.all()):
+            out.problems.append(f"{name} differs in {int((~eq).sum())} slot(s)")
+        same &= eq
+    if spec.key_codec.is_fp8:
+        eq = (fg["k_data"] == fw["k_data"]).all(-1)
+        if not bool(eq.all()):
+            out.problems.append(f"fp8 k_data differs in {int((~eq).sum())} slot(s)")
+        same &= eq
+    else:
+        cg = ref.unpack_bits(fg["k_data"], spec.key_bits, spec.head_dim)
+        cw = ref.unpack_bits(fw["k_data"], spec.key_bits, spec.head_dim)
+        diff = cg != cw
+        flipped_slot = diff.any(-1)
+        if bool(flipped_slot.any()):
+            # recompute the rotated coordinates in float64 for the slots that differ
+            kk = key[keep].reshape(-1, spec.head_dim)[flipped_slot].double()
+            x = kk / (kk.norm(dim=-1, keepdim=True) + ref.NORM_EPS)
+            y = x @ ref.rotation(spec, kk.device).double().T
+            mid = torch.from_numpy(lloyd_max(spec.head_dim, spec.key_bits).midpoints.copy()).double().to(kk.device)
+            d = diff[flipped_slot]
+            lo = torch.minimum(cg[flipped_slot], cw[flipped_slot])
+            near = ((cg[flipped_slot] - cw[flipped_slot]).abs() == 1) & \
+                   ((y - mid[lo.clamp(max=mid.numel() - 1)]).abs() <= FLIP_DELTA)
+            bad = d & ~near
+            out.index_flips = int((d & near).sum())
+            if bool(bad.any()):
+                out.problems.append(f"k_data: {int(bad.sum())} index difference(s) not explained by a near-midpoint "
+                                    "rotation rounding")
+        ulps = _fp16_ulps(fg["k_norm"], fw["k_norm"])
+        if spec.fold_norm and bool(flipped_slot.any()):
+            # a flipped index changes ‖c[idx]‖ and so the folded norm: check it against the fold of the
+            # codes actually stored, within one fp16 ulp
+            c = torch.from_numpy(lloyd_max(spec.head_dim, spec.key_bits).centroids.copy()).to(got.device)
+            kk = key[keep].reshape(-1, spec.head_dim)[flipped_slot].float()
+            n = torch.sqrt((kk * kk).sum(-1))
+            cv = c[cg[flipped_slot]]
+            own = ref._to_fp16(n / torch.sqrt((cv * cv).sum(-1) + ref.CNORM_EPS))
+            ulps = ulps.clone()
+            ulps[flipped_slot] = _fp16_ulps(fg["k_norm"][flipped_slot], own)
+        allowed = 1
+        out.max_norm_ulp = int(ulps.max())
+        if bool((ulps > allowed).any()):
+            out.problems.append(f"k_norm differs by more than the allowed fp16 ulps in {int((ulps > allowed).sum())} "
+                                f"slot(s) (max {out.max_norm_ulp})")
+        same &= ~flipped_slot & (ulps == 0)
+    out.identical_slots = int(same.sum())
+    return out
+
+
+@dataclass
+class Case:
+    """Random inputs for one decode/store case on a shuffled paged cache."""
+
+    spec: LayoutSpec
+    seq_lens: list[int]
+    num_kv_heads: int
+    gqa: int
+    dtype: torch.dtype = torch.bfloat16
+    padding_slots: int = 3  # extra tokens with slot -1
+    seed: int = 0
+    extra_blocks: int = 2
+
+    def build(self, device) -> dict:
+        g = torch.Generator(device="cpu").manual_seed(self.seed)
+        bs, h, d = self.spec.block_size, self.num_kv_heads, self.spec.head_dim
+        nblk = [math.ceil(n / bs) for n in self.seq_lens]
+        total_blocks = sum(nblk) + self.extra_blocks
+        perm = torch.randperm(total_blocks, generator=g)
+        width = max(1, max(nblk) if nblk else 1)
+        block_table = torch.zeros(len(self.seq_lens), width, dtype=torch.int32)
+        slots, used = [], 0
+        for i, (n, nb) in enumerate(zip(self.seq_lens, nblk)):
+            block_table[i, :nb] = perm[used:used + nb].to(torch.int32)
+            used += nb
+            pos = torch.arange(n)
+            slots.append(block_table[i, pos // bs].long() * bs + pos % bs)
+        slot = torch.cat(slots + [torch.full((self.padding_slots,), -1, dtype=torch.long)]) if slots else \
+            torch.full((self.padding_slots,), -1, dtype=torch.long)
+        order = torch.randperm(slot.numel(), generator=g)
+        slot = slot[order].to(torch.int32)
+        n = slot.numel()
+        key = (torch.randn(n, h, d, generator=g) * 2.0).to(self.dtype)
+        value = torch.randn(n, h, d, generator=g).to(self.dtype)
+        b = len(self.seq_lens)
+        query = torch.randn(b, h * self.gqa, d, generator=g).to(self.dtype)
+        sinks = torch.randn(h * self.gqa, generator=g)
+        return {k: v.to(device) for k, v in dict(
+            key=key, value=value, slot_mapping=slot, block_table=block_table, query=query, sinks=sinks,
+            seq_lens=torch.tensor(self.seq_lens, dtype=torch.int32)).items()} | {"num_blocks": total_blocks}
+
+
+def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
+    """max |got - want| / max |want| (0 when both are zero)."""
+    den = float(want.abs().max()) if want.numel() else 0.0
+    num = float((got.float() - want.float()).abs().max()) if want.numel() else 0.0
+    return num / den if den > 0 else num
+
+
+#: decode tolerance (max error relative to max |out|): fp16 dots round q_rot, centroids and p·scale to
+#: 11 significant bits (2^-11 ≈ 4.9e-4 each, a few per term) and the output to fp16; bf16 keeps 8 bits
+#: (2^-8 ≈ 3.9e-3). Errors average over the softmax, so 8x the per-term rounding bounds them.
+DECODE_TOL = {torch.float16: 8 * 2**-11, torch.bfloat16: 8 * 2**-8}
