@@ -42,7 +42,7 @@ class TritonOptions:
     num_stages: int = 2
     block_n: int = 32  # decode tokens per tile
     store_block_m: int = 16  # store rows (token, head) per program
-    dequant_block_n: int = 32
+    dequant_block_n: int = 16
     merge_num_warps: int = 4
     waves_per_eu: int = 0  # AMD only (0 = compiler default)
     matrix_instr_nonkdim: int = 0  # AMD MFMA size (0 = default, 16, 32)
@@ -155,6 +155,7 @@ def render_triton(v: Variant) -> str:
         key_fp8=spec.key_codec.is_fp8,
         fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
         triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
+        fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
         log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
     )
