@@ -131,8 +131,14 @@ def build(variants: list[Variant], dropped: list[dict], root: Path, *, merge: bo
     for v in variants:
         _, c = write_variant(v, root)
         changed += c
-    all_variants = {v.relpath: v for v in variants}
     entries = {v.relpath: manifest_entry(v) for v in variants}
+    if not merge:  # a full rebuild owns generated/: drop variants it no longer produces
+        import shutil
+        for meta in sorted(root.glob("*/*/*/meta.json")):
+            rel = meta.parent.relative_to(root).as_posix()
+            if rel not in entries:
+                shutil.rmtree(meta.parent)
+                changed += 1
     old = read_manifest(root)
     if merge:  # keep earlier entries whose files still exist
         for e in old.get("variants", []):
@@ -143,7 +149,6 @@ def build(variants: list[Variant], dropped: list[dict], root: Path, *, merge: bo
     text = _dumps({"tqgen_version": __version__, "variants": sorted(entries.values(), key=lambda e: e["path"]),
                    "dropped": sorted(dropped, key=lambda d: (d["target"], d["backend"], d["spec"]))})
     changed += write_if_different(root / MANIFEST, text)
-    del all_variants
     return changed
 
 

@@ -127,9 +127,24 @@ def _env() -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
-@lru_cache(maxsize=None)
-def template_digest() -> str:
-    return hashlib.sha256((TEMPLATE_DIR / TRITON_TEMPLATE).read_bytes()).hexdigest()
+def template_digest(spec: LayoutSpec) -> str:
+    """sha256 of the template bytes and of every value rendered into it (so a changed constant in
+    tqgen — a codebook, an fp8 limit — changes the variant id, never silently reuses a stale file)."""
+    ctx = _render_inputs(spec)
+    blob = (TEMPLATE_DIR / TRITON_TEMPLATE).read_bytes() + repr(sorted(ctx.items())).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _render_inputs(spec: LayoutSpec) -> dict[str, Any]:
+    bl = derive_layout(spec)
+    return dict(
+        spec=spec, key_fp8=spec.key_codec.is_fp8,
+        fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
+        triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
+        fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
+        k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
+        log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
+    )
 
 
 def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
@@ -143,22 +158,12 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
         raise SpecError(reasons, f"cannot lower {spec.token} to triton for {t} ({kind})")
     rules = GFX950_SPECIAL_RULES if kind == "gfx950_mfma" else generic_rules(spec)
     return Variant(backend=Backend.TRITON, target=t, kind=kind, spec=spec, options=opts, rules=rules,
-                   template_digest=template_digest(), version=__version__)
+                   template_digest=template_digest(spec), version=__version__)
 
 
 def render_triton(v: Variant) -> str:
     """The kernel module source for one variant (deterministic)."""
-    spec = v.spec
-    bl = derive_layout(spec)
-    ctx = dict(
-        banner=BANNER, spec=spec, target=str(v.target), variant_id=v.id,
-        key_fp8=spec.key_codec.is_fp8,
-        fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
-        triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
-        fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
-        k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
-        log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
-    )
+    ctx = dict(_render_inputs(v.spec), banner=BANNER, target=str(v.target), variant_id=v.id)
     return _env().get_template(TRITON_TEMPLATE).render(**ctx)
 
 
