@@ -98,7 +98,7 @@ def sweep(out, ceiling):
                 for ns in (1,):
                     opts = dataclasses.replace(TRITON_OPTIONS[Target.SM90], block_n=bn, num_warps=nw, num_stages=ns)
                     kern = load_variant(make_variant(spec, "sm90", options=opts))
-                    for mult in (4, 16, 32):
+                    for mult in (4, 16):
                         splits = min(64, max(1, math.ceil(mult * 132 / (b * hk))))
                         ws = kern.workspace(b, hq, splits, cache.device)
                         try:

@@ -59,7 +59,7 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
                       "stride_kn": "i32", "stride_kh": "i32", "stride_vn": "i32", "stride_vh": "i32"},
                      lay | {"BLOCK_M": o.store_block_m}),
         "tq_decode_split": ({"q_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32",
-                             "seq_lens_ptr": "*i32", "klut_ptr": "*i32", "vlut_ptr": "*i32", "acc_ptr": "*fp32", "lse_ptr": "*fp32", "stride_bt": "i32",
+                             "seq_lens_ptr": "*i32", "klut_ptr": f"*{dt}", "vlut_ptr": f"*{dt}", "acc_ptr": "*fp32", "lse_ptr": "*fp32", "stride_bt": "i32",
                              "window": "i32"},
                             lay | {"G": g, "GP": gqa_rows(g), "NUM_SPLITS": EXAMPLE_SPLITS, "BLOCK_N": o.block_n}),
         "tq_decode_merge": ({"acc_ptr": "*fp32", "lse_ptr": "*fp32", "sinks_ptr": "*fp32", "out_ptr": f"*{dt}"},

@@ -69,11 +69,6 @@ class PackScheme:
         return (1 << self.bits) - 1
 
     @property
-    def pair_mask(self) -> int:
-        """Mask of two adjacent codes (the index of a decode pair table)."""
-        return (1 << (2 * self.bits)) - 1
-
-    @property
     def name(self) -> str:
         return f"lsb{self.bits}x{self.group_elements}in{self.group_bytes}"
 

@@ -91,18 +91,15 @@ class TritonKernels:
         return self._consts[key]
 
     def _luts(self, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pair tables (int32) for the decode: K centroids and V integer codes, as ``dtype`` bit patterns."""
+        """Decode tables: K centroids in the dot dtype (V codes need none: they convert exactly)."""
         key = (str(device), dtype)
         if key not in self._consts:
             s = self.spec
             if s.key_codec.is_fp8:
-                klut = torch.zeros(1, dtype=torch.int32, device=device)
+                klut = torch.zeros(1, dtype=dtype, device=device)
             else:
-                klut = pair_lut(torch.from_numpy(lloyd_max(s.head_dim, s.key_bits).centroids.copy()), s.key_bits,
-                                dtype).to(device)
-            vlut = pair_lut(torch.arange(1 << s.value_bits, dtype=torch.float32), s.value_bits, dtype).to(device) \
-                if s.value_bits < 8 else torch.zeros(1, dtype=torch.int32, device=device)
-            self._consts[key] = (klut, vlut)
+                klut = torch.from_numpy(lloyd_max(s.head_dim, s.key_bits).centroids.copy()).to(dtype).to(device)
+            self._consts[key] = (klut, klut)
         return self._consts[key]
 
     def _launch_kw(self, device: torch.device) -> dict:
@@ -214,14 +211,6 @@ class TritonKernels:
             cache, cache.view(torch.int16), block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
             **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
         return k, v
-
-
-def pair_lut(values: torch.Tensor, bits: int, dtype: torch.dtype) -> torch.Tensor:
-    """int32 [4**bits]: entry c0 | c1 << bits holds dtype bits of values[c0] (low 16) and values[c1] (high 16)."""
-    v = values.to(dtype).view(torch.int16).to(torch.int64) & 0xFFFF
-    i = torch.arange(1 << (2 * bits))
-    packed = v[i & ((1 << bits) - 1)] | (v[i >> bits] << 16)
-    return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
 
 
 def triton_cdiv(a: int, b: int) -> int:
