@@ -126,9 +126,10 @@ class TritonKernels:
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
-        """A split count fixed by shapes only (CUDA-graph safe): ~4 programs per SM, ≤ tiles per sequence."""
+        """A split count fixed by shapes only (CUDA-graph safe): ~16 programs per SM (measured best on the
+        H200 at B=32, L=32K), at most one split per tile."""
         sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
-        want = max(1, math.ceil(4 * sms / max(1, batch * num_kv_heads)))
+        want = max(1, math.ceil(16 * sms / max(1, batch * num_kv_heads)))
         tiles = max(1, math.ceil(max_seq_len / self.variant.options.block_n))
         return int(min(want, tiles, 64))
 
