@@ -93,8 +93,8 @@ def sweep(out, ceiling):
         cache, bt, sl = fill_cache(load_variant(base), spec, b, length, hk, torch.bfloat16)
         q = torch.randn(b, hq, 128, dtype=torch.bfloat16, device="cuda")
         packed = b * length * hk * derive_layout(spec).slot_bytes
-        for bn in (32, 64):
-            for nw in (2, 4):
+        for bn, nw in ((16, 4), (32, 4), (32, 8), (64, 2), (64, 8)):
+            if True:
                 for ns in (1,):
                     opts = dataclasses.replace(TRITON_OPTIONS[Target.SM90], block_n=bn, num_warps=nw, num_stages=ns)
                     kern = load_variant(make_variant(spec, "sm90", options=opts))

@@ -4,7 +4,8 @@
 
 For every variant of that target in the default matrix, compiles store, decode (split, merge) and
 dequant with ``triton.compile(ASTSource(...), target=GPUTarget(...))`` and reports registers,
-spills and scratch (ptxas -v on NVIDIA, the AMDGCN metadata on AMD) and whether matrix
+spills and scratch (cuobjdump -res-usage of the cubin on NVIDIA: LOCAL and STACK; the AMDGCN
+metadata on AMD) and whether matrix
 instructions (mma/wgmma, v_mfma) were emitted. Exit 1 on any compile error, spill or scratch use.
 Triton reuses per-process state between targets, so call this once per target (TOOLCHAIN.md).
 """
@@ -71,20 +72,19 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
     }
 
 
-def _ptxas_report(ptx: str, arch: int) -> tuple[int | None, int | None, str]:
-    from triton.backends.nvidia.compiler import get_ptxas
-    ptxas = get_ptxas(arch).path
-    sm = f"sm_{arch}a" if arch == 90 else f"sm_{arch}"
+def _cubin_report(cubin: bytes) -> tuple[int | None, int | None, int | None, str]:
+    """Registers, spill bytes (LOCAL) and stack of the cubin Triton produced (cuobjdump -res-usage)."""
+    cuobjdump = Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "k.ptx"
-        p.write_text(ptx)
-        r = subprocess.run([ptxas, f"-arch={sm}", "-v", str(p), "-o", str(Path(d) / "k.cubin")],
-                           capture_output=True, text=True)
+        p = Path(d) / "k.cubin"
+        p.write_bytes(cubin)
+        r = subprocess.run([str(cuobjdump), "-res-usage", str(p)], capture_output=True, text=True)
     text = r.stdout + r.stderr
-    regs = re.search(r"Used (\d+) registers", text)
-    spill = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
-    spills = sum(int(a) + int(b) for a, b in spill) if spill else None
-    return (int(regs.group(1)) if regs else None), spills, text
+    regs = re.search(r"REG:(\d+)", text)
+    local = re.search(r"LOCAL:(\d+)", text)
+    stack = re.search(r"STACK:(\d+)", text)
+    as_int = lambda m: int(m.group(1)) if m else None  # noqa: E731
+    return as_int(regs), as_int(local), as_int(stack), text
 
 
 def compile_variant(v: Variant, module) -> list[KernelReport]:
@@ -111,11 +111,10 @@ def compile_variant(v: Variant, module) -> list[KernelReport]:
             continue
         if v.target.info.vendor is Vendor.NVIDIA:
             ptx = ck.asm["ptx"]
-            rep.registers, rep.spills, text = _ptxas_report(ptx, arch)
-            rep.scratch = 0 if rep.spills == 0 else rep.spills
+            rep.registers, rep.spills, rep.scratch, text = _cubin_report(ck.asm["cubin"])
             rep.matrix_ops = len(re.findall(r"\b(?:wgmma\.mma_async|mma\.sync)", ptx))
             if rep.spills is None:
-                rep.notes.append("ptxas printed no spill line: " + text[-300:])
+                rep.notes.append("cuobjdump printed no LOCAL field: " + text[-300:])
         else:
             gcn = ck.asm["amdgcn"]
             vs = re.search(r"\.vgpr_spill_count:\s*(\d+)", gcn)

@@ -220,8 +220,7 @@ class LayoutSpec:
                 reasons.extend(e.reasons)
         if self.rotation is None and isinstance(self.key_codec, KeyCodec):
             object.__setattr__(self, "rotation", Rotation.NONE if self.key_codec.is_fp8 else Rotation.HADAMARD)
-        if not reasons:
-            reasons = self.check()
+        reasons += self.check()  # every reason at once, also when an enum field failed to parse
         if reasons:
             raise SpecError(reasons)
 
@@ -241,10 +240,10 @@ class LayoutSpec:
             if self.rotation is Rotation.NONE:
                 r.append(Reason("rotation", "none", ["hadamard", "rht", "orthogonal"],
                                 "lloyd_max keys must be rotated (the codebook assumes N(0, 1/D) coordinates)"))
-        else:
+        elif isinstance(self.key_codec, KeyCodec):  # an unparsable codec is already a reason
             if self.key_bits != 8:
                 r.append(Reason("key_bits", self.key_bits, [8], f"{self.key_codec} keys are one byte each"))
-            if self.rotation is not Rotation.NONE:
+            if isinstance(self.rotation, Rotation) and self.rotation is not Rotation.NONE:
                 r.append(Reason("rotation", str(self.rotation), ["none"], "fp8 keys are cast as they are, not rotated"))
             if self.norm_correction:
                 r.append(Reason("norm_correction", True, [False], "fp8 keys store no norm; use norm_correction=False"))
@@ -274,14 +273,16 @@ class LayoutSpec:
         unknown = sorted(set(overrides) - fields)
         if unknown:
             raise SpecError([Reason("override", u, sorted(fields)) for u in unknown], "unknown LayoutSpec field")
-        lay = Layout.parse(layout, "layout")
-        codec = KeyCodec.parse(overrides.get("key_codec", p.key_codec), "key_codec")
+        # raw tokens pass through (str enums compare equal to their token): an unknown layout or codec
+        # is reported by LayoutSpec together with every other reason
+        codec = overrides.get("key_codec", p.key_codec)
+        fp8 = codec != KeyCodec.LLOYD_MAX
         nc = overrides.get("norm_correction", p.norm_correction)
         kw: dict[str, Any] = dict(
-            layout=lay, head_dim=head_dim, block_size=block_size, key_codec=codec,
-            key_bits=8 if codec.is_fp8 else p.key_bits, value_bits=p.value_bits,
-            norm_correction=nc and not codec.is_fp8,
-            fold_norm=lay is Layout.SOA and nc and not codec.is_fp8,
+            layout=layout, head_dim=head_dim, block_size=block_size, key_codec=codec,
+            key_bits=8 if fp8 else p.key_bits, value_bits=p.value_bits,
+            norm_correction=nc and not fp8,
+            fold_norm=layout == Layout.SOA and nc and not fp8,
         )
         kw.update(overrides)
         return cls(**kw)

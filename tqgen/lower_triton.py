@@ -86,8 +86,9 @@ TRITON_OPTIONS: dict[Target, TritonOptions] = {
     Target.SM80: TritonOptions(num_warps=8, num_stages=1, block_n=32),  # 4 warps spill on sm86 (aos k3v4)
     Target.SM86: TritonOptions(num_warps=8, num_stages=1, block_n=32),
     Target.SM89: TritonOptions(num_warps=8, num_stages=1, block_n=32),
-    # H200 sweep (bench/results): 64-token tiles on 2 warps were 1.1x faster but spill; best spill-free
-    Target.SM90: TritonOptions(num_warps=4, num_stages=1, block_n=32),
+    # H200 sweep (bench/results): 64-token tiles on 2 warps were ~1.1x faster but spill; 4 warps leave a
+    # stack frame in three variants; 8 warps x 32-token tiles is spill- and stack-free
+    Target.SM90: TritonOptions(num_warps=8, num_stages=1, block_n=32),
     Target.GFX90A: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
     Target.GFX942: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
     Target.GFX950: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
