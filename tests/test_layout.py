@@ -42,7 +42,7 @@ def golden(preset, d):
 
 # --------------------------------------------------------------------- golden sizes, AoS offsets
 @pytest.mark.parametrize("layout", ["aos", "soa"])
-@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("d", HEAD_DIMS, ids=lambda d: f"d{d}")
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_golden_slot_sizes_and_aos_offsets(preset, d, layout):
     kd, knorm, vd, raw, slot = golden(preset, d)
@@ -87,8 +87,8 @@ def test_design_table_at_d128(preset):
 
 
 # --------------------------------------------------------------------------------- addressing
-@pytest.mark.parametrize("h", KV_HEADS)
-@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("h", KV_HEADS, ids=lambda h: f"h{h}")
+@pytest.mark.parametrize("d", HEAD_DIMS, ids=lambda d: f"d{d}")
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_aos_addresses_index_the_cache_tensor(preset, d, h):
     """AoS: byte(t, h) of a field = ((t·H + h)·slot + offset), i.e. cache[blk, t, h, offset]."""
@@ -101,9 +101,9 @@ def test_aos_addresses_index_the_cache_tensor(preset, d, h):
         assert (fa.offset, fa.token_stride, fa.head_stride, fa.nbytes) == (f.aos_offset, h * slot, slot, f.nbytes)
 
 
-@pytest.mark.parametrize("block_size", [16, 64])
-@pytest.mark.parametrize("h", KV_HEADS)
-@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("block_size", [16, 64], ids=lambda b: f"b{b}")
+@pytest.mark.parametrize("h", KV_HEADS, ids=lambda h: f"h{h}")
+@pytest.mark.parametrize("d", HEAD_DIMS, ids=lambda d: f"d{d}")
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_soa_regions_follow_the_formula(preset, d, h, block_size):
     """SoA: data [block_size][H][KD+VD] at 0; fp16 [H][F][block_size] at META = block_size·H·(KD+VD)."""
@@ -128,8 +128,8 @@ def test_soa_regions_follow_the_formula(preset, d, h, block_size):
         assert page[name].token_stride == 2 and page[name].nbytes == 2
 
 
-@pytest.mark.parametrize("h", KV_HEADS)
-@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("h", KV_HEADS, ids=lambda h: f"h{h}")
+@pytest.mark.parametrize("d", HEAD_DIMS, ids=lambda d: f"d{d}")
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_aos_and_soa_pages_have_the_same_size(preset, d, h):
     aos = derive_layout(make_spec(preset, d, "aos"))
@@ -152,7 +152,7 @@ def _owners(page, block_size):
 
 
 @pytest.mark.parametrize("layout", ["aos", "soa"])
-@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("d", HEAD_DIMS, ids=lambda d: f"d{d}")
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_every_block_byte_has_at_most_one_owner(preset, d, layout):
     for h in KV_HEADS:
@@ -189,7 +189,7 @@ def bit_by_bit_pack(codes: list[int], bits: int) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("d", [8, 64, 96, 128, 256])
+@pytest.mark.parametrize("d", [8, 64, 96, 128, 256], ids=lambda d: f"d{d}")
 @pytest.mark.parametrize("bits", [2, 3, 4, 8])
 def test_pack_bits_matches_a_bit_by_bit_packer(bits, d):
     rng = random.Random(1000 * bits + d)
