@@ -403,3 +403,14 @@ def test_bad_store_input_raises_clearly(bad, match):
     with pytest.raises(ValueError, match=match) as e:
         ref.store(spec, **args)
     assert "expected" in str(e.value) and "got" in str(e.value)
+
+
+def test_e4b15_matches_tritons_gpu_conversion():
+    """Every finite bf16 value through Triton's fp32→float8e4b15 cast on the H200
+    (bench/probe_e4b15.py): saturation at 1.75 and ties rounded away from zero."""
+    from pathlib import Path
+    from tqgen.ir import KeyCodec
+    data = np.load(Path(__file__).parent / "data" / "e4b15_triton_h200.npz")
+    x = torch.from_numpy(data["bf16_bits"].view(np.int16)).view(torch.bfloat16).float()
+    want = torch.from_numpy(data["codes"])
+    assert torch.equal(ref._fp8_encode(x, KeyCodec.FP8_E4B15), want)
