@@ -7,6 +7,7 @@ GQA grouping, sinks, sliding window and block-table gathering, not the quantiser
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -353,3 +354,15 @@ def test_bad_decode_input_raises_a_clear_value_error():
         ref.decode(spec, q, c["cache"], c["block_table"], c["seq_lens"], sinks=torch.zeros(3))
     with pytest.raises(ValueError, match="sliding_window"):
         ref.decode(spec, q, c["cache"], c["block_table"], c["seq_lens"], sliding_window=0)
+
+
+def test_e4b15_matches_tritons_gpu_conversion():
+    """Every finite bf16 value through Triton's fp32→float8e4b15 cast on the H200
+    (bench/probe_e4b15.py): saturation at 1.75 and ties rounded away from zero."""
+    from pathlib import Path
+
+    from tqgen.ir import KeyCodec
+    data = np.load(Path(__file__).parent / "data" / "e4b15_triton_h200.npz")
+    x = torch.from_numpy(data["bf16_bits"].view(np.int16)).view(torch.bfloat16).float()
+    want = torch.from_numpy(data["codes"])
+    assert torch.equal(ref._fp8_encode(x, KeyCodec.FP8_E4B15), want)
