@@ -30,6 +30,8 @@ CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [
     dict(preset="k8v4", layout="soa", key_codec="fp8_e4b15", scale_keys=0.5),
     dict(preset="4bit_nc", layout="aos", key_bits=2, value_bits=2),
     dict(preset="4bit_nc", layout="soa", value_bits=8),
+    dict(preset="4bit_nc", layout="soa", head_dim=256, block_size=32),
+    dict(preset="k3v4_nc", layout="aos", block_size=128, gqa=16),
 ]
 
 
@@ -97,6 +99,8 @@ def test_gfx950_special_runs_in_interpreter():
     out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"])
     exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"])
     assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
+    with pytest.raises(ValueError, match="sliding_window"):  # compiled out: its rules refuse it
+        kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sliding_window=8)
 
 
 def test_store_rejects_bad_input():

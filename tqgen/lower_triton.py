@@ -163,18 +163,18 @@ def _env() -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
-def template_digest(spec: LayoutSpec) -> str:
+def template_digest(spec: LayoutSpec, kind: str = "generic") -> str:
     """sha256 of the template bytes and of every value rendered into it (so a changed constant in
     tqgen — a codebook, an fp8 limit — changes the variant id, never silently reuses a stale file)."""
-    ctx = _render_inputs(spec)
+    ctx = _render_inputs(spec, kind)
     blob = (TEMPLATE_DIR / TRITON_TEMPLATE).read_bytes() + repr(sorted(ctx.items())).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
-def _render_inputs(spec: LayoutSpec) -> dict[str, Any]:
+def _render_inputs(spec: LayoutSpec, kind: str = "generic") -> dict[str, Any]:
     bl = derive_layout(spec)
     return dict(
-        spec=spec, key_fp8=spec.key_codec.is_fp8,
+        spec=spec, special=kind == "gfx950_mfma", key_fp8=spec.key_codec.is_fp8,
         fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
         triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
         fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
@@ -194,12 +194,12 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
         raise SpecError(reasons, f"cannot lower {spec.token} to triton for {t} ({kind})")
     rules = GFX950_SPECIAL_RULES if kind == "gfx950_mfma" else generic_rules(spec)
     return Variant(backend=Backend.TRITON, target=t, kind=kind, spec=spec, options=opts, rules=rules,
-                   template_digest=template_digest(spec), version=__version__)
+                   template_digest=template_digest(spec, kind), version=__version__)
 
 
 def render_triton(v: Variant) -> str:
     """The kernel module source for one variant (deterministic)."""
-    ctx = dict(_render_inputs(v.spec), banner=BANNER, target=str(v.target), variant_id=v.id)
+    ctx = dict(_render_inputs(v.spec, v.kind), banner=BANNER, target=str(v.target), variant_id=v.id)
     return _env().get_template(TRITON_TEMPLATE).render(**ctx)
 
 

@@ -162,6 +162,15 @@ class TritonKernels:
                 raise ValueError(f"sinks: got {ref._describe(sinks)}; expected float32 [{query.shape[1]}].")
             if sliding_window is not None and sliding_window < 1:
                 raise ValueError(f"sliding_window: got {sliding_window}; expected None or a positive int.")
+        if self.variant.kind != "generic":
+            from .variants import Request
+            req = Request(spec=s, num_q_heads=query.shape[1], num_kv_heads=cache.shape[2],
+                          dtype=str(query.dtype).removeprefix("torch."), sinks=sinks is not None,
+                          sliding_window=sliding_window is not None)
+            bad = self.variant.rules.reasons(req)
+            if bad:
+                raise ValueError(f"{self.variant.id} cannot serve this request: " + "; ".join(map(str, bad))
+                                 + ". Use the generic variant (kind='generic').")
         b, hq, d = query.shape
         hk = cache.shape[2]
         g = hq // hk
