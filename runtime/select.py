@@ -1,0 +1,202 @@
+"""Device detection and variant selection: a per-device priority chain with every reason kept.
+
+For each kernel (store, decode, dequant) the candidates of the device's chain are tried in order:
+
+    NVIDIA smXY : cuda → triton → reference
+    gfx950      : triton:gfx950_mfma (decode only) → hip → triton → reference
+    other AMD   : hip → triton → reference
+    CPU         : triton (only under TRITON_INTERPRET=1) → reference
+
+A candidate is passed over when its backend does not exist yet, when its eligibility rules reject
+the request, or when loading / compiling it raises — the failure becomes a reason and the next
+candidate is tried. ``backend=`` (or ``TQGEN_BACKEND``) forces one backend; forcing an ineligible
+one raises with every reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tqgen.ir import Backend, LayoutSpec, Reason, Target, Vendor
+from tqgen.variants import Request
+
+log = logging.getLogger("tqgen_runtime")
+
+KERNELS = ("store", "decode", "dequant")
+CUDA_ARCHS = {80: Target.SM80, 86: Target.SM86, 89: Target.SM89, 90: Target.SM90}
+AMD_ARCHS = {"gfx90a": Target.GFX90A, "gfx942": Target.GFX942, "gfx950": Target.GFX950}
+
+
+class SelectionError(RuntimeError):
+    """No candidate (or the forced one) can serve the request; carries every candidate's reasons."""
+
+    def __init__(self, message: str, rejected: list[tuple[str, list[str]]]):
+        self.rejected = rejected
+        lines = "\n".join(f"  - {cid}: {'; '.join(rs)}" for cid, rs in rejected)
+        super().__init__(f"{message}\n{lines}" if rejected else message)
+
+
+# --------------------------------------------------------------------------- devices
+def target_from_capability(major: int, minor: int) -> tuple[Target, str]:
+    """sm_XY → the closest target at or below it (Triton code is forward compatible)."""
+    cc = 10 * major + minor
+    known = [c for c in sorted(CUDA_ARCHS) if c <= cc]
+    if not known:
+        raise SelectionError(f"compute capability {major}.{minor} is older than sm80, the oldest target "
+                             f"({', '.join(str(t) for t in CUDA_ARCHS.values())}); use device='cpu'", [])
+    t = CUDA_ARCHS[known[-1]]
+    note = "" if cc in CUDA_ARCHS else f"sm{cc} runs the {t} variants"
+    return t, note
+
+
+def detect_target(device: Any = None) -> tuple[Target, Any, str]:
+    """(target, torch device, note) for a torch device, a device string, or a target name.
+
+    A target name ("sm90", "gfx950", ...) names a device without needing one (planning and tests)."""
+    import torch
+
+    if isinstance(device, Target) and device is not Target.CPU:
+        return device, None, "named target"
+    if isinstance(device, str) and device in {t.value for t in Target} - {"cpu"}:
+        return Target(device), None, "named target"
+    if device is Target.CPU:
+        device = "cpu"
+    dev = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+    if dev.type == "cpu":
+        return Target.CPU, dev, ""
+    if dev.type != "cuda":
+        raise SelectionError(f"device {dev} not supported: one of cpu, cuda (NVIDIA or ROCm), or a target name "
+                             f"({', '.join(t.value for t in Target)})", [])
+    if not torch.cuda.is_available():
+        raise SelectionError(f"device {dev} asked for, but torch sees no GPU; use device='cpu'", [])
+    if getattr(torch.version, "hip", None):
+        arch = torch.cuda.get_device_properties(dev).gcnArchName.split(":")[0]
+        if arch not in AMD_ARCHS:
+            raise SelectionError(f"AMD {arch} not supported: one of {', '.join(AMD_ARCHS)}", [])
+        return AMD_ARCHS[arch], dev, ""
+    t, note = target_from_capability(*torch.cuda.get_device_capability(dev))
+    return t, dev, note
+
+
+# --------------------------------------------------------------------------- candidates
+@dataclass(frozen=True)
+class Candidate:
+    backend: Backend
+    kind: str = "generic"  # "generic" or a specialised family ("gfx950_mfma")
+    kernels: tuple[str, ...] = KERNELS
+
+    @property
+    def name(self) -> str:
+        return str(self.backend) if self.kind == "generic" else f"{self.backend}:{self.kind}"
+
+
+def chain(target: Target, interpret: bool | None = None) -> list[Candidate]:
+    """The priority list of a device (see the module docstring)."""
+    if interpret is None:
+        interpret = os.environ.get("TRITON_INTERPRET") == "1"
+    vendor = target.info.vendor
+    if vendor is Vendor.NVIDIA:
+        return [Candidate(Backend.CUDA), Candidate(Backend.TRITON), Candidate(Backend.REFERENCE)]
+    if target is Target.GFX950:
+        return [Candidate(Backend.TRITON, "gfx950_mfma", ("decode",)), Candidate(Backend.HIP),
+                Candidate(Backend.TRITON), Candidate(Backend.REFERENCE)]
+    if vendor is Vendor.AMD:
+        return [Candidate(Backend.HIP), Candidate(Backend.TRITON), Candidate(Backend.REFERENCE)]
+    return ([Candidate(Backend.TRITON)] if interpret else []) + [Candidate(Backend.REFERENCE)]
+
+
+def candidate_reasons(c: Candidate, req: Request, target: Target, kernel: str) -> list[str]:
+    """Static reasons (no loading): missing backend, wrong kernel, eligibility rules."""
+    from tqgen.lower_triton import make_variant, triton_reasons
+
+    if kernel not in c.kernels:
+        return [f"{c.name} implements {', '.join(c.kernels)} only"]
+    if c.backend in (Backend.CUDA, Backend.HIP):
+        return [f"no {c.backend} backend in this tqgen build: the CUDA/HIP C++ lowering is not implemented yet"]
+    if c.backend is Backend.REFERENCE:
+        return []
+    reasons = [str(r) for r in triton_reasons(req.spec, target, c.kind)]
+    if not reasons:
+        v = make_variant(req.spec, target, c.kind)
+        reasons = [str(r) for r in v.rules.reasons(req)]
+    if target is Target.CPU and os.environ.get("TRITON_INTERPRET") != "1":
+        reasons.append("Triton on the CPU needs TRITON_INTERPRET=1 (set before importing triton)")
+    return reasons
+
+
+def request_reasons(req: Request) -> list[str]:
+    r: list[Reason] = []
+    if req.num_kv_heads < 1 or req.num_q_heads < 1 or req.num_q_heads % req.num_kv_heads:
+        r.append(Reason("num_q_heads", req.num_q_heads, f"a positive multiple of num_kv_heads={req.num_kv_heads}",
+                        "GQA groups must be whole"))
+    if req.dtype not in ("float16", "bfloat16"):
+        r.append(Reason("dtype", req.dtype, ["float16", "bfloat16"], "pass dtype=torch.bfloat16"))
+    return [str(x) for x in r]
+
+
+@dataclass
+class Plan:
+    """The ordered candidates per kernel with their reasons; ``chosen`` is None where nothing fits."""
+
+    target: Target
+    request: Request
+    candidates: dict[str, list[tuple[Candidate, list[str]]]] = field(default_factory=dict)
+
+    def chosen(self, kernel: str) -> Candidate | None:
+        for c, reasons in self.candidates[kernel]:
+            if not reasons:
+                return c
+        return None
+
+    def __str__(self) -> str:
+        lines = [f"{self.request.spec.token} on {self.target} (Hq={self.request.num_q_heads}, "
+                 f"Hk={self.request.num_kv_heads}, {self.request.dtype}):"]
+        for k, cands in self.candidates.items():
+            lines.append(f"  {k}:")
+            for c, reasons in cands:
+                lines.append(f"    {'OK ' if not reasons else '-- '}{c.name}" + (f": {'; '.join(reasons)}" if reasons else ""))
+        return "\n".join(lines)
+
+
+def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
+    bad = request_reasons(req)
+    if bad:
+        raise SelectionError("invalid request", [("request", bad)])
+    plan = Plan(target, req)
+    cands = chain(target)
+    if backend:
+        names = {c.name for c in cands} | {c.name for c in chain(target, interpret=True)} | {b.value for b in Backend}
+        if backend not in names:
+            raise SelectionError(f"backend={backend!r} unknown: one of {', '.join(sorted(names))}", [])
+        pool = chain(target, interpret=True) + [Candidate(Backend(backend.split(':')[0]))]
+        cands = [c for c in pool if c.name == backend][:1]
+    for k in KERNELS:
+        plan.candidates[k] = [(c, candidate_reasons(c, req, target, k)) for c in cands]
+    return plan
+
+
+def select(plan: Plan, loader: Callable[[Candidate, str], Any], forced: bool = False,
+           ) -> tuple[dict[str, tuple[Candidate, Any]], list[tuple[str, list[str]]]]:
+    """Load the first working candidate per kernel; a load failure becomes a reason."""
+    chosen: dict[str, tuple[Candidate, Any]] = {}
+    rejected: list[tuple[str, list[str]]] = []
+    for k, cands in plan.candidates.items():
+        for c, reasons in cands:
+            if reasons:
+                rejected.append((f"{k}:{c.name}", reasons))
+                continue
+            try:
+                impl = loader(c, k)
+            except Exception as e:  # a broken variant is a reason to fall back, not a crash
+                rejected.append((f"{k}:{c.name}", [f"load failed: {type(e).__name__}: {e}"]))
+                continue
+            chosen[k] = (c, impl)
+            break
+        if k not in chosen:
+            what = "the forced backend cannot serve" if forced else "no candidate can serve"
+            raise SelectionError(f"{what} {k} for {plan.request.spec.token} on {plan.target}",
+                                 [r for r in rejected if r[0].startswith(f"{k}:")])
+    return chosen, rejected

@@ -1,0 +1,213 @@
+"""tqgen_runtime: device detection, selection chains with reasons, fallback on load failure, forced
+backends, and the public API on the CPU (reference and the Triton interpreter)."""
+
+import math
+
+import pytest
+import torch
+
+import tqgen_runtime as tqr
+from tqgen import reference as ref
+from tqgen.testing import DECODE_TOL, Case, rel_err
+from tqgen_runtime.select import SelectionError, target_from_capability
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="CPU runtime tests; the GPU ones are in test_runtime_gpu.py")
+
+CHAINS = {
+    "sm80": ["cuda", "triton", "reference"], "sm86": ["cuda", "triton", "reference"],
+    "sm89": ["cuda", "triton", "reference"], "sm90": ["cuda", "triton", "reference"],
+    "gfx90a": ["hip", "triton", "reference"], "gfx942": ["hip", "triton", "reference"],
+    "gfx950": ["triton:gfx950_mfma", "hip", "triton", "reference"],
+}
+
+
+@pytest.mark.parametrize("target", list(CHAINS))
+def test_plan_for_every_fake_device(target):
+    p = tqr.plan("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=64, device=target)
+    names = [c.name for c, _ in p.candidates["decode"]]
+    assert names == CHAINS[target]
+    reasons = dict((c.name, r) for c, r in p.candidates["decode"])
+    cpp = "hip" if target.startswith("gfx") else "cuda"
+    assert "not implemented yet" in reasons[cpp][0]
+    assert reasons["triton"] == [] and reasons["reference"] == []
+    assert p.chosen("decode").name == ("triton:gfx950_mfma" if target == "gfx950" else "triton")
+    assert p.chosen("store").name == "triton"  # the special is decode-only
+    if target == "gfx950":
+        assert reasons["triton:gfx950_mfma"] == []
+        store = dict((c.name, r) for c, r in p.candidates["store"])
+        assert "implements decode only" in store["triton:gfx950_mfma"][0]
+
+
+def test_gfx950_special_reasons_are_specific():
+    p = tqr.plan("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device="gfx950", sinks=True)
+    r = dict((c.name, rs) for c, rs in p.candidates["decode"])["triton:gfx950_mfma"]
+    assert any("gqa=4" in x for x in r) and any("sinks" in x for x in r)
+    p = tqr.plan("3bit_nc", layout="aos", num_kv_heads=8, num_q_heads=64, device="gfx950")
+    r = dict((c.name, rs) for c, rs in p.candidates["decode"])["triton:gfx950_mfma"]
+    assert any("layout='aos'" in x for x in r) and any("3bit_nc" in x for x in r)
+
+
+def test_fp8_on_gfx90a_falls_to_reference_with_reason():
+    p = tqr.plan("k8v4", num_kv_heads=8, num_q_heads=32, device="gfx90a")
+    r = dict((c.name, rs) for c, rs in p.candidates["decode"])
+    assert any("gfx90a has no fp8" in x for x in r["triton"]) and p.chosen("decode").name == "reference"
+
+
+def test_capability_mapping():
+    assert target_from_capability(8, 0)[0].value == "sm80"
+    t, note = target_from_capability(8, 7)
+    assert t.value == "sm86" and "sm87" in note
+    assert target_from_capability(9, 0) == (target_from_capability(9, 0)[0], "")
+    assert target_from_capability(10, 0)[0].value == "sm90"
+    with pytest.raises(SelectionError, match="older than sm80"):
+        target_from_capability(7, 5)
+
+
+def test_cpu_without_interpreter_uses_reference(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    kv = tqr.load("4bit_nc", num_kv_heads=2, num_q_heads=8, device="cpu")
+    assert kv.variants == {"store": "reference", "decode": "reference", "dequant": "reference"}
+    with pytest.raises(SelectionError, match="TRITON_INTERPRET=1") as e:
+        tqr.load("4bit_nc", num_kv_heads=2, num_q_heads=8, device="cpu", backend="triton")
+    assert e.value.rejected
+
+
+def test_cpu_interpreter_picks_triton():
+    kv = tqr.load("3bit_nc", layout="soa", num_kv_heads=2, num_q_heads=8, device="cpu")
+    assert all(v.startswith("triton-cpu-generic-soa-k3nc-v3") for v in kv.variants.values()), kv.variants
+    assert kv.rejected == []
+
+
+def test_load_failure_falls_back_with_reason(monkeypatch, caplog):
+    import tqgen.triton_launch as tl_mod
+
+    def broken(*a, **k):
+        raise RuntimeError("simulated compile failure")
+
+    monkeypatch.setattr(tl_mod, "load_triton", broken)
+    with caplog.at_level("INFO", logger="tqgen_runtime"):
+        kv = tqr.load("4bit_nc", num_kv_heads=2, num_q_heads=8, device="cpu")
+    assert kv.variants["decode"] == "reference"
+    reasons = dict(kv.rejected)
+    assert "simulated compile failure" in reasons["decode:triton"][0] and "load failed" in reasons["decode:triton"][0]
+    assert any("passed over" in r.message and "reference" in r.message for r in caplog.records)
+
+
+def test_forcing_an_ineligible_backend_raises_with_every_reason():
+    with pytest.raises(SelectionError) as e:
+        tqr.load("k8v4", num_kv_heads=2, num_q_heads=8, device="cpu", backend="cuda")
+    assert "forced backend" in str(e.value) and "not implemented yet" in str(e.value)
+    with pytest.raises(SelectionError, match="unknown"):
+        tqr.load("4bit_nc", num_kv_heads=2, num_q_heads=8, device="cpu", backend="vulkan")
+    with pytest.raises(SelectionError, match="multiple of num_kv_heads"):
+        tqr.load("4bit_nc", num_kv_heads=3, num_q_heads=8, device="cpu")
+
+
+@pytest.mark.parametrize("backend", ["triton", "reference"])
+@pytest.mark.parametrize("preset,layout", [("4bit_nc", "soa"), ("k8v4", "aos"), ("3bit_nc", "aos")])
+def test_public_api_matches_reference(backend, preset, layout):
+    kv = tqr.load(preset, layout=layout, num_kv_heads=2, num_q_heads=8, device="cpu", backend=backend)
+    case = Case(kv.spec, [45, 0, 17], 2, 4, seed=4).build("cpu")
+    cache = kv.allocate(case["num_blocks"])
+    kv.store(case["key"], case["value"], cache, case["slot_mapping"])
+    want = ref.allocate(kv.spec, case["num_blocks"], 2)
+    ref.store(kv.spec, case["key"], case["value"], want, case["slot_mapping"])
+    if backend == "reference":
+        assert torch.equal(cache, want)
+    out = kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"], sliding_window=9)
+    exp = ref.decode(kv.spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"],
+                     sliding_window=9)
+    assert out.dtype == torch.bfloat16 and rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
+    k, v = kv.dequant(cache, case["block_table"], case["seq_lens"], dtype=torch.float32)
+    ek, ev = ref.dequant(kv.spec, cache, case["block_table"], case["seq_lens"])
+    assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
+
+
+def test_layout_equivalence_through_the_public_api():
+    outs = []
+    for layout in ("aos", "soa"):
+        kv = tqr.load("k3v4_nc", layout=layout, num_kv_heads=2, num_q_heads=16, device="cpu", fold_norm=True)
+        case = Case(kv.spec, [40, 23], 2, 8, seed=8).build("cpu")
+        cache = kv.allocate(case["num_blocks"])
+        kv.store(case["key"], case["value"], cache, case["slot_mapping"])
+        outs.append(kv.decode(case["query"], cache, case["block_table"], case["seq_lens"]))
+    assert rel_err(outs[0], outs[1]) <= DECODE_TOL[torch.bfloat16] / 8
+
+
+def test_workspace_decode_equals_plain_decode():
+    kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=2, num_q_heads=8, device="cpu")
+    case = Case(kv.spec, [70, 5], 2, 4, seed=2).build("cpu")
+    cache = kv.allocate(case["num_blocks"])
+    kv.store(case["key"], case["value"], cache, case["slot_mapping"])
+    ws = kv.workspace(max_batch=4)
+    a = kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], workspace=ws, check=False)
+    b = kv.decode(case["query"], cache, case["block_table"], case["seq_lens"])
+    assert ws.num_splits >= 1 and rel_err(a, b) <= DECODE_TOL[torch.bfloat16] / 8
+    with pytest.raises(ValueError, match="max_batch"):
+        kv.decode(case["query"].repeat(3, 1, 1), cache, case["block_table"].repeat(3, 1), case["seq_lens"].repeat(3),
+                  workspace=ws)
+
+
+def _chunked_prefill(kv, q, k, v, chunk, decode_max_tokens, sinks=None, window=None):
+    """One sequence of n tokens in chunks of `chunk`, blocks 0.. in order."""
+    n = q.shape[0]
+    nblk = math.ceil(n / kv.spec.block_size)
+    cache = kv.allocate(nblk)
+    bt = torch.arange(nblk, dtype=torch.int32)[None]
+    outs = []
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        outs.append(kv.prefill(q[s:e], k[s:e], v[s:e], cache, torch.arange(s, e, dtype=torch.int32), bt,
+                               torch.tensor([e], dtype=torch.int32), torch.tensor([0, e - s], dtype=torch.int32),
+                               sinks=sinks, sliding_window=window, decode_max_tokens=decode_max_tokens))
+    return torch.cat(outs), cache
+
+
+@pytest.mark.parametrize("sinks,window", [(False, None), (True, 24)])
+def test_prefill_paths_agree(sinks, window):
+    """Continuation chunks through the decode kernel (per-token lengths) and through dequant + SDPA
+    read the same quantised cache: equal within the decode tolerance. The first chunk attends raw K/V,
+    so chunked vs one-shot differ only by quantisation noise on the later chunks."""
+    kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=2, num_q_heads=8, device="cpu")
+    g = torch.Generator().manual_seed(0)
+    n = 70
+    q = torch.randn(n, 8, 128, generator=g).to(torch.bfloat16)
+    k = torch.randn(n, 2, 128, generator=g).to(torch.bfloat16)
+    v = torch.randn(n, 2, 128, generator=g).to(torch.bfloat16)
+    s = torch.randn(8, generator=g) if sinks else None
+    by_decode, cache = _chunked_prefill(kv, q, k, v, 16, decode_max_tokens=10**9, sinks=s, window=window)
+    by_sdpa, cache2 = _chunked_prefill(kv, q, k, v, 16, decode_max_tokens=0, sinks=s, window=window)
+    assert torch.equal(cache, cache2)
+    assert rel_err(by_decode, by_sdpa) <= DECODE_TOL[torch.bfloat16]
+    one_shot, _ = _chunked_prefill(kv, q, k, v, n, decode_max_tokens=0, sinks=s, window=window)
+    assert torch.equal(one_shot[:16], by_sdpa[:16])  # the first chunk is raw attention either way
+    # later tokens see 4-bit keys/values: relative error of the order of sqrt(NMSE) ~ 0.1
+    assert rel_err(by_sdpa, one_shot) < 0.25
+    # and the decode path equals the reference oracle on the stored cache
+    bt = torch.zeros(n - 16, cache.shape[0], dtype=torch.int32) + torch.arange(cache.shape[0], dtype=torch.int32)
+    exp = ref.decode(kv.spec, q[16:], cache, bt, torch.arange(17, n + 1, dtype=torch.int32), sinks=s,
+                     sliding_window=window)
+    assert rel_err(by_decode[16:], exp) <= DECODE_TOL[torch.bfloat16]
+
+
+def test_prefill_varlen_batch():
+    kv = tqr.load("k8v4", layout="soa", num_kv_heads=2, num_q_heads=4, device="cpu")
+    g = torch.Generator().manual_seed(1)
+    lens_new, ctx = [5, 0, 40], [30, 0, 0]
+    cache = kv.allocate(9)
+    bt = torch.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]], dtype=torch.int32)
+    # history of sequence 0 first
+    hk = torch.randn(30, 2, 128, generator=g).to(torch.bfloat16)
+    kv.store(hk, hk, cache, torch.arange(30, dtype=torch.int32))
+    t = sum(lens_new)
+    q = torch.randn(t, 4, 128, generator=g).to(torch.bfloat16)
+    k = torch.randn(t, 2, 128, generator=g).to(torch.bfloat16)
+    slots = torch.cat([torch.arange(30, 35), torch.arange(96, 136)]).int()
+    out = kv.prefill(q, k, k, cache, slots, bt, torch.tensor([35, 0, 40], dtype=torch.int32),
+                     torch.tensor([0, 5, 5, 45], dtype=torch.int32))
+    assert out.shape == q.shape and torch.isfinite(out).all()
+    exp = ref.decode(kv.spec, q[:5], cache, bt[:1].expand(5, -1).contiguous(), torch.arange(31, 36, dtype=torch.int32))
+    assert rel_err(out[:5], exp) <= DECODE_TOL[torch.bfloat16]
+    with pytest.raises(ValueError, match="query_start_loc"):
+        kv.prefill(q, k, k, cache, slots, bt, torch.tensor([35, 0, 40], dtype=torch.int32),
+                   torch.tensor([0, 5, 45], dtype=torch.int32))
