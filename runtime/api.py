@@ -30,9 +30,10 @@ from .select import Candidate, Plan, SelectionError, detect_target, make_plan, s
 log = logging.getLogger("tqgen_runtime")
 
 #: Continuation chunks of at most this many new tokens per sequence run through the decode kernel
-#: (one query per token, per-token lengths); longer chunks dequantise the history and run SDPA.
-#: Measured on the H200 (bench/results/h200-2026-11-30-runtime.md): see ``bench/prefill_threshold.py``.
-PREFILL_DECODE_MAX_TOKENS = int(os.environ.get("TQGEN_PREFILL_DECODE_MAX_TOKENS", "32"))
+#: (one query per token, per-token lengths); longer chunks dequantise the history once and run SDPA.
+#: Measured on the H200 with bench/runtime_h200.py (bench/results/h200-2026-11-30-runtime.md): the
+#: decode path wins up to 4 new tokens at 4K and 32K context (soa 4bit_nc), dequant + SDPA beyond.
+PREFILL_DECODE_MAX_TOKENS = int(os.environ.get("TQGEN_PREFILL_DECODE_MAX_TOKENS", "4"))
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

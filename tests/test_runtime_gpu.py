@@ -24,20 +24,29 @@ def test_runtime_matches_reference(preset, layout):
     out = kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"])
     exp = ref.decode(kv.spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"])
     assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
-    # prefill: 64 new tokens after the 4099-token history, both continuation paths
+
+
+@pytest.mark.parametrize("preset", ["k8v4", "4bit_nc", "3bit_nc"])
+def test_prefill_continuation_paths_agree(preset):
+    """64 new tokens after a 4099-token history: decode-kernel path and dequant + SDPA path."""
+    kv = tqr.load(preset, layout="soa", num_kv_heads=8, num_q_heads=32, device="cuda")
+    ctx, n = 4099, 64
+    nblk = (ctx + n + 15) // 16
+    bt = torch.arange(nblk, dtype=torch.int32, device="cuda")[None]
     g = torch.Generator(device="cuda").manual_seed(3)
-    q = torch.randn(64, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
-    k = torch.randn(64, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
-    bt = case["block_table"][:1]
-    slots = (bt[0, (torch.arange(4099, 4163, device="cuda") // 16)].long() * 16
-             + torch.arange(4099, 4163, device="cuda") % 16).int()
-    if int(slots.max()) >= cache.shape[0] * 16 or (4163 + 15) // 16 > bt.shape[1]:
-        pytest.skip("case has no room for the continuation")  # never for this shape; guards the arithmetic
+    hist = torch.randn(ctx, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+    q = torch.randn(n, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(n, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
     outs = []
     for limit in (10**9, 0):
-        c2 = cache.clone()
-        outs.append(kv.prefill(q, k, k, c2, slots, bt, torch.tensor([4163], dtype=torch.int32, device="cuda"),
-                               torch.tensor([0, 64], dtype=torch.int32, device="cuda"), decode_max_tokens=limit))
+        cache = kv.allocate(nblk)
+        kv.store(hist, hist, cache, torch.arange(ctx, dtype=torch.int32, device="cuda"))
+        outs.append(kv.prefill(q, k, k, cache, torch.arange(ctx, ctx + n, dtype=torch.int32, device="cuda"), bt,
+                               torch.tensor([ctx + n], dtype=torch.int32, device="cuda"),
+                               torch.tensor([0, n], dtype=torch.int32, device="cuda"), decode_max_tokens=limit))
+    exp = ref.decode(kv.spec, q, cache, bt.expand(n, -1).contiguous(),
+                     torch.arange(ctx + 1, ctx + n + 1, dtype=torch.int32, device="cuda"))
+    assert rel_err(outs[0], exp) <= DECODE_TOL[torch.bfloat16]
     assert rel_err(outs[0], outs[1]) <= DECODE_TOL[torch.bfloat16]
 
 
