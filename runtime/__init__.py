@@ -11,10 +11,13 @@
     kv.variants   # chosen variant id per kernel
     kv.rejected   # [(candidate, [reasons])] for every candidate passed over
     tqr.plan("4bit_nc", device="gfx950")   # the ordered candidates and reasons, no hardware needed
+    tqr.boundary_skip_layers(30)             # [0, 1, 28, 29]: layers kept in bf16
 """
 
 from .api import PREFILL_DECODE_MAX_TOKENS, TurboQuantKV, Workspace, load, plan
+from .engine import attention_layers, boundary_skip_layers, from_hf_config, is_hybrid, plan_layer_groups
 from .select import SelectionError, chain, detect_target
 
-__all__ = ["PREFILL_DECODE_MAX_TOKENS", "SelectionError", "TurboQuantKV", "Workspace", "chain", "detect_target",
-           "load", "plan"]
+__all__ = ["PREFILL_DECODE_MAX_TOKENS", "SelectionError", "TurboQuantKV", "Workspace", "attention_layers",
+           "boundary_skip_layers", "chain", "detect_target", "from_hf_config", "is_hybrid", "load", "plan",
+           "plan_layer_groups"]
