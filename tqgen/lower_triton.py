@@ -227,6 +227,3 @@ def gqa_rows(g: int) -> int:
         gp *= 2
     return gp
 
-
-def layout_is_soa(spec: LayoutSpec) -> bool:
-    return spec.layout is Layout.SOA
