@@ -165,7 +165,8 @@ class TurboQuantKV:
 
     # ------------------------------------------------------------------ prefill
     def prefill(self, query, key, value, cache, slot_mapping, block_table, seq_lens, query_start_loc, *,
-                sinks=None, sliding_window=None, scale=None, decode_max_tokens: int | None = None) -> torch.Tensor:
+                sinks=None, sliding_window=None, scale=None, decode_max_tokens: int | None = None,
+                stored: bool = False) -> torch.Tensor:
         """Attention for a varlen batch of new tokens, storing their K/V first.
 
         query [T, Hq, D], key/value [T, Hk, D] (the new tokens of every sequence, concatenated),
@@ -173,15 +174,18 @@ class TurboQuantKV:
         history attends its raw K/V (SDPA, causal); a continuation chunk of at most
         ``decode_max_tokens`` new tokens runs the decode kernel with one query per token and per-token
         lengths; a longer one dequantises its history once and runs SDPA. Either way the work per
-        chunk is linear in the context."""
+        chunk is linear in the context. ``stored=True``: the new K/V are already in the cache (key,
+        value and slot_mapping are then unused, and a sequence without history is an error)."""
         t, hq, d = query.shape
-        if key.shape[0] != t or query_start_loc.shape[0] != seq_lens.shape[0] + 1:
-            raise ValueError(f"prefill: got query {tuple(query.shape)}, key {tuple(key.shape)}, query_start_loc "
+        if (not stored and key.shape[0] != t) or query_start_loc.shape[0] != seq_lens.shape[0] + 1:
+            raise ValueError(f"prefill: got query {tuple(query.shape)}, key "
+                             f"{tuple(key.shape) if key is not None else None}, query_start_loc "
                              f"{tuple(query_start_loc.shape)}, seq_lens {tuple(seq_lens.shape)}; expected the same "
                              "number of new tokens in query and key and len(query_start_loc) == len(seq_lens) + 1")
         limit = PREFILL_DECODE_MAX_TOKENS if decode_max_tokens is None else decode_max_tokens
         scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-        self.store(key, value, cache, slot_mapping)
+        if not stored:
+            self.store(key, value, cache, slot_mapping)
         out = torch.empty_like(query)
         qsl = query_start_loc.tolist()
         lens = seq_lens.tolist()
@@ -196,6 +200,8 @@ class TurboQuantKV:
                                  "seq_lens must include the new tokens")
             q = query[a:b]
             if ctx == 0:
+                if stored:
+                    raise ValueError("prefill(stored=True) needs history: attend the first chunk on its raw K/V")
                 out[a:b] = _attention(q, key[a:b], value[a:b], ctx, scale, sinks, sliding_window)
             elif n_new <= limit:
                 bt = block_table[i:i + 1].expand(n_new, -1)
