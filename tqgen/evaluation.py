@@ -17,7 +17,6 @@ import argparse
 import importlib.util
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -243,7 +242,6 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
-    os.environ.setdefault("TQGEN_BACKEND", "")
     res = run(a.quick, Path(a.out))
     print(f"wrote {a.out}/smollm2-{'quick' if a.quick else 'full'}.md")
     return 0 if all(math.isfinite(r["ppl"]) for r in res["rows"]) else 1

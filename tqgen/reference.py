@@ -334,16 +334,16 @@ def dequant(spec: LayoutSpec, cache: torch.Tensor, block_table: torch.Tensor, se
     return K, V
 
 
-def decode(spec: LayoutSpec, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor,
-           seq_lens: torch.Tensor, *, scale: float | None = None, sinks: torch.Tensor | None = None,
-           sliding_window: int | None = None) -> torch.Tensor:
-    """One query token per sequence → float32 [B, Hq, D]; softmax in float64 over the dequantised cache."""
+def check_decode_args(spec: LayoutSpec, query, cache, block_table, seq_lens, sinks=None, sliding_window=None,
+                      query_dtypes=(torch.float16, torch.bfloat16, torch.float32)) -> None:
+    """Every decode input check, shared by the oracle and the kernel launchers."""
     check_cache(spec, cache)
     _check_tables(spec, cache, block_table, seq_lens)
     hk = cache.shape[2]
     if not isinstance(query, torch.Tensor) or query.dim() != 3 or query.shape[2] != spec.head_dim \
-            or query.shape[0] != block_table.shape[0] or query.dtype not in (torch.float16, torch.bfloat16, torch.float32):
-        raise _fail("query", _describe(query), f"fp16/bf16/fp32 [{block_table.shape[0]}, Hq, {spec.head_dim}]", "")
+            or query.shape[0] != block_table.shape[0] or query.dtype not in query_dtypes:
+        names = "/".join({torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[d] for d in query_dtypes)
+        raise _fail("query", _describe(query), f"{names} [{block_table.shape[0]}, Hq, {spec.head_dim}]", "")
     hq = query.shape[1]
     if hq % hk:
         raise _fail("num_q_heads", hq, f"a multiple of num_kv_heads={hk}", "GQA groups must be whole.")
@@ -351,6 +351,14 @@ def decode(spec: LayoutSpec, query: torch.Tensor, cache: torch.Tensor, block_tab
         raise _fail("sinks", _describe(sinks), f"float32 [{hq}] (one logit per query head)", "")
     if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window < 1):
         raise _fail("sliding_window", sliding_window, "None or a positive int", "")
+
+
+def decode(spec: LayoutSpec, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor,
+           seq_lens: torch.Tensor, *, scale: float | None = None, sinks: torch.Tensor | None = None,
+           sliding_window: int | None = None) -> torch.Tensor:
+    """One query token per sequence → float32 [B, Hq, D]; softmax in float64 over the dequantised cache."""
+    check_decode_args(spec, query, cache, block_table, seq_lens, sinks, sliding_window)
+    hk, hq = cache.shape[2], query.shape[1]
     g = hq // hk
     scale = 1.0 / math.sqrt(spec.head_dim) if scale is None else float(scale)
     bl = derive_layout(spec)

@@ -150,18 +150,8 @@ class TritonKernels:
                check: bool = True) -> torch.Tensor:
         s = self.spec
         if check:
-            ref.check_cache(s, cache)
-            ref._check_tables(s, cache, block_table, seq_lens)
-            if query.dtype not in (torch.float16, torch.bfloat16) or query.dim() != 3 \
-                    or query.shape[0] != block_table.shape[0] or query.shape[2] != s.head_dim:
-                raise ValueError(f"query: got {ref._describe(query)}; expected float16/bfloat16 "
-                                 f"[{block_table.shape[0]}, Hq, {s.head_dim}]. Cast with query.to(torch.bfloat16).")
-            if query.shape[1] % cache.shape[2]:
-                raise ValueError(f"num_q_heads={query.shape[1]} is not a multiple of num_kv_heads={cache.shape[2]}.")
-            if sinks is not None and (sinks.shape != (query.shape[1],)):
-                raise ValueError(f"sinks: got {ref._describe(sinks)}; expected float32 [{query.shape[1]}].")
-            if sliding_window is not None and sliding_window < 1:
-                raise ValueError(f"sliding_window: got {sliding_window}; expected None or a positive int.")
+            ref.check_decode_args(s, query, cache, block_table, seq_lens, sinks, sliding_window,
+                                  query_dtypes=(torch.float16, torch.bfloat16))
         if self.variant.kind != "generic":
             from .variants import Request
             req = Request(spec=s, num_q_heads=query.shape[1], num_kv_heads=cache.shape[2],
