@@ -89,7 +89,9 @@ class _Reference:
         return None
 
 
-class _Triton:
+class _Kernels:
+    """A generated variant (Triton or C++): both loaders expose the same call surface."""
+
     def __init__(self, kern):
         self.kern = kern
         self.variant_id = kern.variant.id
@@ -143,7 +145,7 @@ class TurboQuantKV:
     def workspace(self, max_batch: int, max_seq_len: int | None = None) -> Workspace:
         """Preallocated decode scratch (CUDA-graph safe): the split count is fixed here, by shapes only."""
         impl = self._impl["decode"]
-        if not isinstance(impl, _Triton):
+        if not isinstance(impl, _Kernels):
             return Workspace(max_batch, 1, None)
         cap = max_seq_len or 1 << 20
         splits = impl.kern.num_splits_for(max_batch, self.request.num_kv_heads, cap, torch.device(self.device))
@@ -264,7 +266,10 @@ def load(preset: str | LayoutSpec = "4bit_nc", *, layout: str = "aos", head_dim:
             return _Reference(spec)
         if c.backend is Backend.TRITON:
             from tqgen.triton_launch import load_triton
-            return _Triton(load_triton(spec, target, c.kind))
+            return _Kernels(load_triton(spec, target, c.kind))
+        if c.backend in (Backend.CUDA, Backend.HIP):
+            from tqgen.cuda_launch import load_cuda
+            return _Kernels(load_cuda(spec, target, c.kind, dev))
         raise RuntimeError(f"no loader for backend {c.backend}")
 
     chosen, rejected = select(p, loader, forced=bool(forced))

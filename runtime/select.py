@@ -115,7 +115,12 @@ def candidate_reasons(c: Candidate, req: Request, target: Target, kernel: str) -
     if kernel not in c.kernels:
         return [f"{c.name} implements {', '.join(c.kernels)} only"]
     if c.backend in (Backend.CUDA, Backend.HIP):
-        return [f"no {c.backend} backend in this tqgen build: the CUDA/HIP C++ lowering is not implemented yet"]
+        from tqgen.lower_cuda import backend_for, cuda_reasons, cuda_rules
+        if target is Target.CPU or backend_for(target) is not c.backend:
+            return [f"{c.backend} kernels need {'an NVIDIA' if c.backend is Backend.CUDA else 'an AMD'} GPU; "
+                    f"this device is {target}"]
+        reasons = [str(r) for r in cuda_reasons(req.spec, target, c.kind)]
+        return reasons or [str(r) for r in cuda_rules(req.spec).reasons(req)]
     if c.backend is Backend.REFERENCE:
         return []
     reasons = [str(r) for r in triton_reasons(req.spec, target, c.kind)]

@@ -17,10 +17,15 @@ from tqgen.variants import variant_id
 
 def test_default_matrix_shape():
     variants, dropped = default_matrix()
-    generic = [v for v in variants if v.kind == "generic"]
+    generic = [v for v in variants if v.kind == "generic" and str(v.backend) == "triton"]
     # 4 presets x 2 layouts x 7 targets, minus k8v4 on gfx90a (no fp8 on MI200), plus the gfx950 special
     assert len(generic) == 4 * 2 * 7 - 2
-    assert [d["target"] for d in dropped] == ["gfx90a", "gfx90a"]
+    # C++: cuda for sm80 + sm90, hip for the three AMD targets, minus k8v4 on gfx90a
+    cpp = [(str(v.backend), str(v.target)) for v in variants if str(v.backend) in ("cuda", "hip")]
+    assert len(cpp) == 4 * 2 * 5 - 2
+    assert {t for b, t in cpp if b == "cuda"} == {"sm80", "sm90"}
+    assert {t for b, t in cpp if b == "hip"} == {"gfx90a", "gfx942", "gfx950"}
+    assert sorted((d["target"], d["backend"]) for d in dropped) == [("gfx90a", "hip")] * 2 + [("gfx90a", "triton")] * 2
     assert all("fp8" in r for d in dropped for r in d["reasons"])
     assert sum(v.kind == "gfx950_mfma" for v in variants) == 1
     assert len({v.id for v in variants}) == len(variants)  # no two variants share a name

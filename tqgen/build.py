@@ -25,6 +25,7 @@ from . import __version__
 from .cli import add_spec_args, command, spec_from_args
 from .ir import NATIVE_FP8, PRESETS, Layout, LayoutSpec, SpecError, Target
 from .layout import derive_layout
+from .ir import Backend
 from .lower_triton import make_variant, render_triton, triton_reasons
 from .variants import Variant
 
@@ -33,6 +34,9 @@ log = logging.getLogger("tqgen.build")
 REPO_GENERATED = Path(__file__).resolve().parent.parent / "generated"
 MANIFEST = "manifest.json"
 DEFAULT_TARGETS = (Target.SM80, Target.SM86, Target.SM89, Target.SM90, Target.GFX90A, Target.GFX942, Target.GFX950)
+#: C++ sources in the default matrix: an sm80 source also serves sm86/sm89 devices (compiled for the
+#: device's own arch at load time); HIP for every AMD target
+CPP_TARGETS = (Target.SM80, Target.SM90, Target.GFX90A, Target.GFX942, Target.GFX950)
 LAYOUT_EXAMPLE_HEADS = 8
 
 
@@ -68,7 +72,34 @@ def default_matrix() -> tuple[list[Variant], list[dict]]:
                     continue
                 variants.append(make_variant(spec, target))
     variants.append(make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), Target.GFX950, "gfx950_mfma"))
+    from .lower_cuda import backend_for, cuda_reasons, make_variant as make_cpp_variant
+    for target in CPP_TARGETS:
+        for preset in PRESETS:
+            for layout in (Layout.AOS, Layout.SOA):
+                spec = preset_spec_for_target(preset, target, layout=layout)
+                reasons = cuda_reasons(spec, target)
+                if reasons:
+                    dropped.append({"target": str(target), "backend": str(backend_for(target)), "spec": spec.token,
+                                    "reasons": [str(r) for r in reasons]})
+                    continue
+                variants.append(make_cpp_variant(spec, target))
     return variants, dropped
+
+
+def make_any(spec: LayoutSpec, target: Target, backend: str, kind: str = "generic") -> Variant:
+    """A variant of any backend: triton, cuda (NVIDIA targets) or hip (AMD targets)."""
+    b = Backend.parse(backend, "backend")
+    if b is Backend.TRITON:
+        return make_variant(spec, target, kind)
+    if b in (Backend.CUDA, Backend.HIP):
+        from .lower_cuda import backend_for, make_variant as make_cpp_variant
+        if backend_for(target) is not b:
+            from .ir import Reason
+            raise SpecError([Reason("backend", str(b), [str(backend_for(target)), "triton"],
+                                    f"{target} compiles {backend_for(target)} C++")])
+        return make_cpp_variant(spec, target, kind)
+    from .ir import Reason
+    raise SpecError([Reason("backend", str(b), ["triton", "cuda", "hip"], "the reference backend is not generated")])
 
 
 def render_files(v: Variant) -> dict[str, str]:
@@ -78,10 +109,15 @@ def render_files(v: Variant) -> dict[str, str]:
         "spec": v.spec.to_dict(), "spec_token": v.spec.token, "options": v.options.to_dict(),
         "rules": v.rules.to_dict(), "content_hash": v.content_hash, "template_sha256": v.template_digest,
         "tqgen_version": v.version,
-        "regenerate": f"tqgen build --preset <see spec> --layout {v.spec.layout} --target {v.target}",
+        "regenerate": f"tqgen build --backend {v.backend} --preset <see spec> --layout {v.spec.layout} "
+                      f"--target {v.target}",
     }
-    return {"kernel.py": render_triton(v), "layout.json": _dumps(bl.to_dict(LAYOUT_EXAMPLE_HEADS)),
-            "meta.json": _dumps(meta)}
+    if v.backend is Backend.TRITON:
+        source = {"kernel.py": render_triton(v)}
+    else:
+        from .lower_cuda import render_cuda, source_name
+        source = {source_name(v): render_cuda(v)}
+    return source | {"layout.json": _dumps(bl.to_dict(LAYOUT_EXAMPLE_HEADS)), "meta.json": _dumps(meta)}
 
 
 def _sha(text: str) -> str:
@@ -197,18 +233,14 @@ def check_manifest(root: str | Path | None = None) -> list[str]:
 def _build_args(p: argparse.ArgumentParser) -> None:
     add_spec_args(p, preset_required=False)
     p.add_argument("--target", action="append", default=None, help="target(s); repeatable")
-    p.add_argument("--backend", default="triton", help="triton (cuda and hip land with their lowering)")
-    p.add_argument("--kind", default="generic", help="generic | gfx950_mfma")
+    p.add_argument("--backend", default="triton", help="triton | cuda (NVIDIA targets) | hip (AMD targets)")
+    p.add_argument("--kind", default="generic", help="generic | gfx950_mfma (triton) | portable (cuda)")
     p.add_argument("--out", default=None, help="output folder (default: the repository's generated/)")
     p.add_argument("--all", action="store_true", help="the default matrix (checked into generated/)")
 
 
 def cmd_build(a: argparse.Namespace) -> int:
     root = Path(a.out) if a.out else default_root()
-    if a.backend != "triton":
-        print(f"tqgen build: backend={a.backend!r} not supported yet: one of triton. "
-              "The CUDA/HIP lowering is tracked in its own issue.")
-        return 2
     if a.all:
         variants, dropped = default_matrix()
         changed = build(variants, dropped, root, merge=False)
@@ -221,7 +253,7 @@ def cmd_build(a: argparse.Namespace) -> int:
             target = Target.parse(t, "target")
             spec = spec_from_args(a, target)
             try:
-                variants.append(make_variant(spec, target, a.kind))
+                variants.append(make_any(spec, target, a.backend, a.kind))
             except SpecError as e:
                 print(f"tqgen build: {e}")
                 return 1

@@ -1,0 +1,183 @@
+"""CUDA C++ vs Triton on the H200: quick correctness per variant, then decode/store timings side by
+side with bf16 SDPA decode and the device copy ceiling, all in one run.
+
+    PYTHONPATH=$PWD TQGEN_CACHE_DIR=/tmp/tqc python bench/cuda_h200.py [--quick] [--splits 4,8,16] > out.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from tqgen import reference as ref
+from tqgen.build import preset_spec_for_target
+from tqgen.cuda_launch import load_cuda
+from tqgen.ir import PRESETS, Target
+from tqgen.layout import derive_layout
+from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
+from tqgen.triton_launch import load_triton
+
+
+def bench(fn, reps=20, warm=3):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def copy_ceiling():
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    t = bench(lambda: y.copy_(x), reps=10)
+    return 2 * x.numel() / (t * 1e-6)
+
+
+def paged(spec, b, L, hk, dev, kern):
+    bs = spec.block_size
+    nb = b * math.ceil(L / bs)
+    cache = ref.allocate(spec, nb + 1, hk, dev)
+    perm = torch.randperm(nb, device=dev).to(torch.int32)
+    bt = perm.view(b, -1)
+    # fill with real packed data: store random K/V through the kernel in chunks
+    n = nb * bs
+    slots = torch.arange(n, device=dev, dtype=torch.int64)
+    for s in range(0, n, 1 << 20):
+        m = min(1 << 20, n - s)
+        k = torch.randn(m, hk, spec.head_dim, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(m, hk, spec.head_dim, device=dev, dtype=torch.bfloat16)
+        kern.store(k, v, cache, slots[s:s + m], check=False)
+    return cache, bt, torch.full((b,), L, dtype=torch.int32, device=dev)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--splits", default="")
+    ap.add_argument("--shapes", default="32x32768,128x8192,1x4096")
+    a = ap.parse_args()
+    dev = torch.device("cuda")
+    print(f"# CUDA C++ vs Triton — {torch.cuda.get_device_name()} — torch {torch.__version__}\n")
+    print(f"command: `{' '.join(sys.argv)}`\n")
+    # ---------------------------------------------------------------- correctness
+    print("## correctness (store vs reference bytes, decode vs reference and vs triton)\n")
+    print("| variant | store | decode err (sinks+window) | vs triton | dequant |")
+    print("|---|---|---|---|---|")
+    specs = []
+    for preset in PRESETS:
+        for layout in ("aos", "soa"):
+            for tgt in ("sm90", "sm80"):
+                specs.append((preset_spec_for_target(preset, Target(tgt), layout=layout), tgt))
+    kinds = ["generic", "portable"]
+    fails = 0
+    for spec, tgt in specs:
+        for kind in kinds:
+            if kind == "portable" and tgt == "sm80":
+                continue
+            t0 = time.time()
+            try:
+                kern = load_cuda(spec, tgt, kind)
+                tri = load_triton(spec, "sm90")
+                lens = [4099, 17, 1000, 1] if kind == "generic" else [600, 17]
+                case = Case(spec, lens, 8, 4, seed=1).build(dev)
+                got = ref.allocate(spec, case["num_blocks"], 8, dev)
+                want = ref.allocate(spec, case["num_blocks"], 8, dev)
+                kern.store(case["key"], case["value"], got, case["slot_mapping"])
+                ref.store(spec, case["key"], case["value"], want, case["slot_mapping"])
+                d = compare_store(spec, got, want, case["key"], case["slot_mapping"])
+                errs, terrs = [], []
+                for sinks, win in ((None, None), (case["sinks"], 300)):
+                    out = kern.decode(case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
+                                      sliding_window=win)
+                    exp = ref.decode(spec, case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
+                                     sliding_window=win)
+                    tout = tri.decode(case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
+                                      sliding_window=win)
+                    errs.append(rel_err(out, exp))
+                    terrs.append(rel_err(out, tout))
+                k, v = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float32)
+                ek, ev = ref.dequant(spec, want, case["block_table"], case["seq_lens"])
+                dq = max(rel_err(k, ek), rel_err(v, ev))
+                ok = d.ok and max(errs) <= DECODE_TOL[torch.bfloat16] and dq < 1e-5
+                fails += not ok
+                print(f"| {kern.variant.id} | {'OK' if d.ok else 'FAIL'} {d.summary()[:60]} | "
+                      f"{max(errs):.2e} {'OK' if max(errs) <= DECODE_TOL[torch.bfloat16] else 'FAIL'} | "
+                      f"{max(terrs):.2e} | {dq:.1e} | {time.time() - t0:.1f}s")
+            except Exception as e:  # report and go on: one broken variant must not hide the others
+                fails += 1
+                print(f"| {spec.token} {tgt} {kind} | ERROR {type(e).__name__}: {str(e)[:300]} | | | |")
+            sys.stdout.flush()
+            if a.quick and kind == "generic" and tgt == "sm90":
+                pass
+    print(f"\ncorrectness failures: {fails}\n")
+    # ---------------------------------------------------------------- timing
+    ceil = copy_ceiling()
+    print(f"copy ceiling: {ceil / 1e12:.2f} TB/s\n")
+    hq, hk, dd = 32, 8, 128
+    print("## decode (µs; % of copy ceiling in packed bytes; × bf16 SDPA)\n")
+    print("| preset | layout | B | L | SDPA µs | triton µs | triton % | triton × | cuda µs | cuda % | cuda × | cuda splits |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
+    sweep = [int(x) for x in a.splits.split(",") if x]
+    for b, L in shapes:
+        q = torch.randn(b, hq, dd, device=dev, dtype=torch.bfloat16)
+        kk = torch.randn(b, hk, L, dd, device=dev, dtype=torch.bfloat16)
+        vv = torch.randn(b, hk, L, dd, device=dev, dtype=torch.bfloat16)
+        t_sdpa = bench(lambda: F.scaled_dot_product_attention(q[:, :, None], kk, vv, enable_gqa=True))
+        del kk, vv
+        for preset in PRESETS:
+            for layout in ("aos", "soa"):
+                spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
+                kern = load_cuda(spec, "sm90")
+                tri = load_triton(spec, "sm90")
+                cache, bt, sl = paged(spec, b, L, hk, dev, kern)
+                nbytes = b * L * hk * derive_layout(spec).slot_bytes
+                t_tri = bench(lambda: tri.decode(q, cache, bt, sl, check=False))
+                best = None
+                for s in (sweep or [None]):
+                    splits = s or kern.num_splits_for(b, hk, L, dev)
+                    ws = kern.workspace(b, hq, splits, dev)
+                    t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, check=False))
+                    if best is None or t < best[0]:
+                        best = (t, splits)
+                t_cu, sp = best
+                print(f"| {preset} | {layout} | {b} | {L} | {t_sdpa:.0f} | {t_tri:.0f} | "
+                      f"{100 * nbytes / (t_tri * 1e-6) / ceil:.1f} | {t_sdpa / t_tri:.2f} | {t_cu:.0f} | "
+                      f"{100 * nbytes / (t_cu * 1e-6) / ceil:.1f} | {t_sdpa / t_cu:.2f} | {sp} |")
+                sys.stdout.flush()
+                del cache
+    print("\n## store (N tokens × 8 heads, bf16 in; % of copy ceiling in bytes read + written)\n")
+    print("| preset | layout | N | triton µs | triton % | cuda µs | cuda % |")
+    print("|---|---|---|---|---|---|---|")
+    n = 65536 * 4
+    for preset in PRESETS:
+        for layout in ("aos", "soa"):
+            spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
+            kern, tri = load_cuda(spec, "sm90"), load_triton(spec, "sm90")
+            cache = ref.allocate(spec, n // spec.block_size, hk, dev)
+            k = torch.randn(n, hk, dd, device=dev, dtype=torch.bfloat16)
+            v = torch.randn_like(k)
+            slots = torch.randperm(n, device=dev).to(torch.int32)
+            nbytes = 2 * k.numel() * 2 + n * hk * derive_layout(spec).slot_bytes
+            t_tri = bench(lambda: tri.store(k, v, cache, slots, check=False))
+            t_cu = bench(lambda: kern.store(k, v, cache, slots, check=False))
+            print(f"| {preset} | {layout} | {n} | {t_tri:.0f} | {100 * nbytes / (t_tri * 1e-6) / ceil:.1f} | "
+                  f"{t_cu:.0f} | {100 * nbytes / (t_cu * 1e-6) / ceil:.1f} |")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

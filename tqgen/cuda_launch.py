@@ -1,0 +1,327 @@
+"""Run a generated CUDA C++ (or HIP C++) variant from Python: compile to a cubin / code object once,
+load it through the driver API (ctypes), launch on torch's current stream.
+
+    kern = load_cuda(spec, "sm90")      # renders or finds generated/<target>/cuda/<id>/kernel.cu, compiles, loads
+    kern.store(key, value, cache, slot_mapping)
+    out = kern.decode(query, cache, block_table, seq_lens)
+    k, v = kern.dequant(cache, block_table, seq_lens, max_len)
+
+Compiled binaries live in ``$TQGEN_CACHE_DIR/cuda/<variant id>/<arch>.cubin`` (default
+``~/.cache/tqgen``): the variant id hashes everything that shapes the source, so a cached binary
+is never stale. No torch extension is built: the kernels take raw pointers, and the launch is a
+``cuLaunchKernel`` on ``torch.cuda.current_stream()`` (capturable in a CUDA graph).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import reference as ref
+from .ir import LayoutSpec, Target, Vendor
+from .lower_cuda import kernel_names, layout_params, make_variant, render_cuda, source_name
+from .variants import Variant
+
+log = logging.getLogger("tqgen.cuda")
+LOG2E = 1.4426950408889634
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("TQGEN_CACHE_DIR", Path.home() / ".cache" / "tqgen"))
+
+
+class TqLayout(ctypes.Structure):
+    """Mirror of the kernels' ``struct TqLayout`` (16 int64)."""
+
+    _fields_ = [(f"f{i}", ctypes.c_longlong) for i in range(16)]
+
+
+# ------------------------------------------------------------------------------- driver API
+@dataclass(frozen=True)
+class DriverSpelling:
+    libs: tuple[str, ...]
+    load: str
+    get_function: str
+    launch: str
+    error_string: str
+
+
+DRIVERS = {
+    "cuda": DriverSpelling(("libcuda.so.1", "libcuda.so"), "cuModuleLoadData", "cuModuleGetFunction",
+                           "cuLaunchKernel", "cuGetErrorString"),
+    "hip": DriverSpelling(("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7"), "hipModuleLoadData",
+                          "hipModuleGetFunction", "hipModuleLaunchKernel", "hipGetErrorString"),
+}
+
+
+class Driver:
+    """The few driver entry points the launcher needs, for CUDA or HIP (same call shapes)."""
+
+    _instances: dict[str, "Driver"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, name: str):
+        sp = DRIVERS[name]
+        err = None
+        for lib in sp.libs:
+            try:
+                self.lib = ctypes.CDLL(lib)
+                break
+            except OSError as e:
+                err = e
+        else:
+            raise RuntimeError(f"cannot open the {name} driver library ({', '.join(sp.libs)}): {err}")
+        self.name, self.sp = name, sp
+        self._load = getattr(self.lib, sp.load)
+        self._getfn = getattr(self.lib, sp.get_function)
+        self._launch = getattr(self.lib, sp.launch)
+        self._launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [ctypes.c_uint, ctypes.c_void_p,
+                                                                          ctypes.c_void_p, ctypes.c_void_p]
+        self._err = getattr(self.lib, sp.error_string)
+
+    @classmethod
+    def get(cls, name: str) -> "Driver":
+        with cls._lock:
+            if name not in cls._instances:
+                cls._instances[name] = Driver(name)
+            return cls._instances[name]
+
+    def check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            if self.name == "cuda":
+                s = ctypes.c_char_p()
+                self._err(rc, ctypes.byref(s))
+                msg = s.value.decode() if s.value else "?"
+            else:
+                self._err.restype = ctypes.c_char_p
+                msg = (self._err(rc) or b"?").decode()
+            raise RuntimeError(f"{what} failed: {self.name} error {rc} ({msg})")
+
+    def load_module(self, image: bytes) -> ctypes.c_void_p:
+        mod = ctypes.c_void_p()
+        self.check(self._load(ctypes.byref(mod), ctypes.c_char_p(image)), f"{self.sp.load}")
+        return mod
+
+    def function(self, module: ctypes.c_void_p, name: str) -> ctypes.c_void_p:
+        fn = ctypes.c_void_p()
+        self.check(self._getfn(ctypes.byref(fn), module, name.encode()), f"{self.sp.get_function}({name})")
+        return fn
+
+    def launch(self, fn, grid: tuple[int, int, int], block: int, args: list, stream: int, smem: int = 0) -> None:
+        ptrs = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        self.check(self._launch(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, ctypes.c_void_p(stream), ptrs, None),
+                   self.sp.launch)
+
+
+# ------------------------------------------------------------------------------- building
+def device_arch(device: torch.device) -> str:
+    """The compile arch of a torch device: "sm90" (NVIDIA) or "gfx942" (AMD)."""
+    if getattr(torch.version, "hip", None):
+        return torch.cuda.get_device_properties(device).gcnArchName.split(":")[0]
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm{major}{minor}"
+
+
+def source_path(v: Variant) -> Path:
+    """generated/ when the variant is checked in, else rendered into the cache."""
+    from .build import default_root, write_if_different
+    p = default_root() / v.relpath / source_name(v)
+    if p.exists():
+        return p
+    p = cache_root() / "src" / v.relpath / source_name(v)
+    write_if_different(p, render_cuda(v))
+    return p
+
+
+def build_binary(v: Variant, arch: str) -> Path:
+    """Compile the variant for ``arch`` once (cached by variant id + arch); returns the binary path."""
+    from .compile_cpp import compile_cuda, compile_hip
+    out_dir = cache_root() / str(v.backend) / v.id
+    out = out_dir / f"{arch}.{'cubin' if v.backend.value == 'cuda' else 'hsaco'}"
+    if out.exists():
+        return out
+    src = source_path(v)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    res = compile_cuda(src, arch, out_dir) if v.backend.value == "cuda" else compile_hip(src, arch, out_dir)
+    if not res.ok or res.output is None:
+        raise RuntimeError(f"compiling {v.id} for {arch} failed:\n{res.log[-4000:]}")
+    tmp = out.with_suffix(".tmp")
+    Path(res.output).replace(tmp)
+    tmp.replace(out)
+    log.info("built %s for %s (%s)", v.id, arch, out)
+    return out
+
+
+# ------------------------------------------------------------------------------- kernels
+def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
+    return ctypes.c_void_p(t.data_ptr() if t is not None else 0)
+
+
+@dataclass
+class CudaKernels:
+    """One compiled variant on one device; the same call surface as TritonKernels."""
+
+    variant: Variant
+    driver: Driver
+    functions: dict[str, ctypes.c_void_p]
+    _layouts: dict = field(default_factory=dict)
+
+    @property
+    def spec(self) -> LayoutSpec:
+        return self.variant.spec
+
+    def _layout(self, hk: int) -> TqLayout:
+        if hk not in self._layouts:
+            self._layouts[hk] = TqLayout(*layout_params(self.spec, hk))
+        return self._layouts[hk]
+
+    def _fn(self, kernel: str, dtype: torch.dtype):
+        if kernel == "dequant" and dtype == torch.float32:
+            return self.functions["tq_dequant_f32"]
+        if dtype not in (torch.bfloat16, torch.float16):
+            raise ValueError(f"{kernel}: dtype {dtype} not supported: float16 or bfloat16")
+        return self.functions[kernel_names()[kernel][0 if dtype == torch.bfloat16 else 1]]
+
+    @staticmethod
+    def _stream(device: torch.device) -> int:
+        return torch.cuda.current_stream(device).cuda_stream
+
+    # ------------------------------------------------------------------ store
+    def store(self, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
+              *, check: bool = True) -> None:
+        if check:
+            ref.check_store_args(self.spec, key, value, cache, slot_mapping)
+        n, hk, d = key.shape
+        if n == 0:
+            return
+        if key.stride(2) != 1:
+            key = key.contiguous()
+        if value.stride(2) != 1:
+            value = value.contiguous()
+        slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.to(torch.int64)
+        rows = n * hk
+        w = self.variant.options.row_warps
+        args = [_ptr(key), _ptr(value), _ptr(cache), _ptr(slots), ctypes.c_longlong(rows), ctypes.c_int(hk),
+                ctypes.c_longlong(key.stride(0)), ctypes.c_longlong(key.stride(1)),
+                ctypes.c_longlong(value.stride(0)), ctypes.c_longlong(value.stride(1)), self._layout(hk)]
+        self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / w), 1, 1), 32 * w, args,
+                           self._stream(cache.device))
+
+    # ----------------------------------------------------------------- decode
+    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
+        """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe):
+        enough warps for ~2 waves of 8 resident warps per SM, at most one per 16-token tile,
+        rounded to whole blocks."""
+        sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+        w = self.variant.options.decode_warps
+        want = max(1, math.ceil(16 * sms / max(1, batch * num_kv_heads)))
+        tiles = max(1, math.ceil(max_seq_len / 16))
+        s = int(min(want, tiles, 256))
+        return max(w, math.ceil(s / w) * w) if tiles >= w else s
+
+    def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
+        d = self.spec.head_dim
+        return {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
+                "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
+
+    def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
+               *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
+               num_splits: int | None = None, workspace: dict | None = None, out: torch.Tensor | None = None,
+               check: bool = True) -> torch.Tensor:
+        s = self.spec
+        if check:
+            ref.check_decode_args(s, query, cache, block_table, seq_lens, sinks, sliding_window,
+                                  query_dtypes=(torch.float16, torch.bfloat16))
+        b, hq, d = query.shape
+        hk = cache.shape[2]
+        g = hq // hk
+        if g > self.variant.rules.max_gqa:
+            raise ValueError(f"{self.variant.id}: GQA group {g} (Hq={hq}, Hk={hk}) exceeds {self.variant.rules.max_gqa}; "
+                             "use the triton backend for larger groups")
+        scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+        splits = num_splits or self.num_splits_for(b, hk, block_table.shape[1] * s.block_size, cache.device)
+        ws = workspace or self.workspace(b, hq, splits, cache.device)
+        if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
+            raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
+        q = query if query.is_contiguous() else query.contiguous()
+        bt = block_table if (block_table.dtype == torch.int32 and block_table.stride(1) == 1) \
+            else block_table.to(torch.int32).contiguous()
+        sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
+        out = out if out is not None else torch.empty(b, hq, d, dtype=query.dtype, device=query.device)
+        if b == 0:
+            return out
+        stream = self._stream(cache.device)
+        w = self.variant.options.decode_warps
+        self.driver.launch(self._fn("decode_split", q.dtype), (math.ceil(splits / w), hk, b), 32 * w, [
+            _ptr(q), _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(ws["acc"]),
+            _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
+            ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream)
+        sk = sinks.float().contiguous() if sinks is not None else None
+        self.driver.launch(self._fn("decode_merge", q.dtype), (b * hq, 1, 1), d, [
+            _ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sk), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)], stream)
+        return out
+
+    # ---------------------------------------------------------------- dequant
+    def dequant(self, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
+                max_len: int | None = None, dtype: torch.dtype = torch.bfloat16, *, check: bool = True,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        s = self.spec
+        if check:
+            ref.check_cache(s, cache)
+            ref._check_tables(s, cache, block_table, seq_lens)
+        if max_len is None:
+            max_len = int(seq_lens.max()) if seq_lens.numel() else 0
+        b, hk = block_table.shape[0], cache.shape[2]
+        k = torch.empty(b, hk, max_len, s.head_dim, dtype=dtype, device=cache.device)
+        v = torch.empty_like(k)
+        if b == 0 or max_len == 0:
+            return k, v
+        if b * hk > 65535:
+            raise ValueError(f"dequant: batch·num_kv_heads = {b * hk} exceeds 65535; split the batch")
+        bt = block_table if (block_table.dtype == torch.int32 and block_table.stride(1) == 1) \
+            else block_table.to(torch.int32).contiguous()
+        sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
+        w = self.variant.options.row_warps
+        self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / w), b * hk, 1), 32 * w, [
+            _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(k), _ptr(v), ctypes.c_int(hk),
+            ctypes.c_int(max_len), self._layout(hk)], self._stream(cache.device))
+        return k, v
+
+
+_LOADED: dict[tuple[str, int], CudaKernels] = {}
+
+
+def load_variant(v: Variant, device: torch.device | str | int | None = None) -> CudaKernels:
+    """Compile (cached) and load ``v`` on a CUDA/ROCm device."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("the cuda/hip backends need a GPU visible to torch")
+    dev = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    key = (v.id, dev.index)
+    if key not in _LOADED:
+        hip = bool(getattr(torch.version, "hip", None))
+        if hip != (v.target.info.vendor is Vendor.AMD):
+            raise RuntimeError(f"{v.id} targets {v.target}, but the device is {'AMD' if hip else 'NVIDIA'}")
+        arch = device_arch(dev)
+        image = build_binary(v, arch).read_bytes()
+        drv = Driver.get("hip" if hip else "cuda")
+        with torch.cuda.device(dev):
+            torch.cuda.current_stream(dev)  # makes torch's (primary) context current on this thread
+            torch.empty(1, device=dev)
+            mod = drv.load_module(image)
+            fns = {name: drv.function(mod, name) for pair in kernel_names().values() for name in pair}
+        _LOADED[key] = CudaKernels(v, drv, fns)
+    return _LOADED[key]
+
+
+def load_cuda(spec: LayoutSpec, target: str | Target, kind: str = "generic", device=None) -> CudaKernels:
+    """Load (building on demand) the CUDA/HIP variant of ``spec`` for ``target``."""
+    return load_variant(make_variant(spec, target, kind), device)

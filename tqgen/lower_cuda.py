@@ -1,0 +1,341 @@
+"""Lower a LayoutSpec to CUDA C++ and HIP C++ kernels (store, decode split + merge, dequant).
+
+One template family (``templates/gpu/kernels.cu.j2``) renders both languages; everything that
+differs between them is a row of :data:`PLATFORMS` (headers, conversions, shuffles, byte permute,
+the matrix-fragment implementation). Stages: eligibility → options → bind constants → render.
+Byte addressing reaches the kernels at run time as a ``TqLayout`` struct built by
+:func:`layout_params` from :func:`tqgen.derive_layout`; the only layout facts compiled in are
+alignments (load/store widths), also derived from that object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .codebook import lloyd_max
+from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
+                 check_target)
+from .layout import derive_layout
+from .lower_triton import BANNER, TEMPLATE_DIR, _env
+from .rotation import random_signs
+from .variants import Rules, Variant
+
+CUDA_TEMPLATE = "gpu/kernels.cu.j2"
+KINDS = ("generic", "portable")  # portable: the HIP fragment path compiled for NVIDIA (runs the HIP semantics)
+MAX_GQA = 16  # one 16-row matrix tile per program holds the GQA group
+HEAD_DIMS = (64, 128)
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """How one language spells what the kernels need (data, not copies of kernels)."""
+
+    name: str  # "cuda" | "hip"
+    suffix: str  # file suffix
+    header: str
+    defines: str
+    byte_perm_def: str
+    mma_impl: str  # "ptx": mma.sync m16n8k16; "shfl": the same fragments computed with 32-lane shuffles
+
+
+_COMMON = """#define TQ_F2U(x) __float_as_uint(x)
+#define TQ_U2F(x) __uint_as_float(x)"""
+
+_PORTABLE_PRMT = """// byte permute with CUDA's __byte_perm semantics (selector nibbles 0..7 pick bytes of {y:x})
+__device__ __forceinline__ uint32_t tq_prmt(uint32_t x, uint32_t y, uint32_t s) {
+  const uint64_t v = ((uint64_t)y << 32) | x;
+  uint32_t r = 0u;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
+  return r;
+}"""
+
+PLATFORMS: dict[str, Platform] = {
+    "cuda": Platform(
+        name="cuda", suffix="cu",
+        header="#include <cuda_fp16.h>",
+        defines=_COMMON + """
+#define TQ_H2F(b) __half2float(__ushort_as_half((unsigned short)(b)))
+#define TQ_F2H(x) __half_as_ushort(__float2half_rn(x))
+#define TQ_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+#define TQ_SHFL(v, s) __shfl_sync(0xffffffffu, (v), (s))
+#define TQ_PRMT(x, y, s) __byte_perm((x), (y), (s))""",
+        byte_perm_def="", mma_impl="ptx"),
+    "hip": Platform(
+        name="hip", suffix="hip",
+        header="#include <hip/hip_runtime.h>",
+        defines=_COMMON + """
+#define TQ_H2F(b) ((float)__builtin_bit_cast(_Float16, (unsigned short)(b)))
+#define TQ_F2H(x) __builtin_bit_cast(unsigned short, (_Float16)(x))
+#define TQ_SHFL_XOR(v, m) __shfl_xor((v), (m), 32)
+#define TQ_SHFL(v, s) __shfl((v), (s), 32)
+#define TQ_PRMT(x, y, s) tq_prmt((x), (y), (s))""",
+        byte_perm_def=_PORTABLE_PRMT, mma_impl="shfl"),
+}
+
+MMA_DEFS = {
+    "ptx": """template <bool BF16>
+__device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int) {
+  if (BF16) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}""",
+    "shfl": """// the m16n8k16 fragment contract computed with shuffles inside a 32-lane logical warp
+template <bool BF16> __device__ __forceinline__ float tq_dot2(uint32_t x, uint32_t y) {
+  return tq_t2f<BF16>(x & 0xffffu) * tq_t2f<BF16>(y & 0xffffu) + tq_t2f<BF16>(x >> 16) * tq_t2f<BF16>(y >> 16);
+}
+template <bool BF16>
+__device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int lane) {
+  const int g = lane >> 2, r = lane & 3;
+#pragma unroll
+  for (int rr = 0; rr < 4; ++rr) {
+    const uint32_t a0 = TQ_SHFL(a[0], g * 4 + rr), a1 = TQ_SHFL(a[1], g * 4 + rr);
+    const uint32_t a2 = TQ_SHFL(a[2], g * 4 + rr), a3 = TQ_SHFL(a[3], g * 4 + rr);
+    const uint32_t x0 = TQ_SHFL(b0, 8 * r + rr), x1 = TQ_SHFL(b1, 8 * r + rr);          // column 2r
+    const uint32_t y0 = TQ_SHFL(b0, 8 * r + 4 + rr), y1 = TQ_SHFL(b1, 8 * r + 4 + rr);  // column 2r + 1
+    c[0] += tq_dot2<BF16>(a0, x0) + tq_dot2<BF16>(a2, x1);
+    c[1] += tq_dot2<BF16>(a0, y0) + tq_dot2<BF16>(a2, y1);
+    c[2] += tq_dot2<BF16>(a1, x0) + tq_dot2<BF16>(a3, x1);
+    c[3] += tq_dot2<BF16>(a1, y0) + tq_dot2<BF16>(a3, y1);
+  }
+}""",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaOptions:
+    """Launch/compile options of the C++ kernels for one target; validates itself."""
+
+    decode_warps: int = 4  # logical warps per decode block; each warp is one split
+    decode_min_blocks: int = 2  # __launch_bounds__ minimum resident blocks (register budget)
+    row_warps: int = 4  # store / dequant: one logical warp per (token, head) row
+    tile: int = 16  # decode tokens per step (two 8-token matrix n-tiles)
+
+    def reasons(self, target: Target) -> list[Reason]:
+        r = []
+        for name in ("decode_warps", "row_warps"):
+            v = getattr(self, name)
+            if v not in (1, 2, 4, 8):
+                r.append(Reason(name, v, [1, 2, 4, 8]))
+        if self.tile != 16:
+            r.append(Reason("tile", self.tile, [16], "the fragment layout fixes 16 tokens per step"))
+        if not 1 <= self.decode_min_blocks <= 8:
+            r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..8"))
+        return r
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+CUDA_OPTIONS: dict[Target, CudaOptions] = {
+    Target.SM80: CudaOptions(), Target.SM86: CudaOptions(), Target.SM89: CudaOptions(), Target.SM90: CudaOptions(),
+    Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4),  # 2 logical warps per wave64
+    Target.GFX942: CudaOptions(decode_warps=4, row_warps=4),
+    Target.GFX950: CudaOptions(decode_warps=4, row_warps=4),
+}
+
+#: fp8 key formats as the C++ encoder/decoder sees them: exponent bias, saturation value, tie
+#: rule, NaN code; ``scale`` = fp8 value / fp16(sign | (byte & 0x7f) << 7) = 2^(15 - bias)
+FP8_FORMATS = {
+    KeyCodec.FP8_E4M3FN: dict(bias=7, ties_away=False, nan_code="0x7f", no_negative_zero=False),
+    KeyCodec.FP8_E4M3FNUZ: dict(bias=8, ties_away=False, nan_code="0x80", no_negative_zero=True),
+    # Triton rounds e4b15 ties away from zero (measured, tests/data/e4b15_triton_h200.npz): so do we
+    KeyCodec.FP8_E4B15: dict(bias=15, ties_away=True, nan_code="0x7f", no_negative_zero=False),
+}
+
+
+def backend_for(target: Target) -> Backend:
+    return Backend.HIP if target.info.vendor is Vendor.AMD else Backend.CUDA
+
+
+def platform_for(target: Target, kind: str = "generic") -> Platform:
+    p = PLATFORMS["hip" if target.info.vendor is Vendor.AMD else "cuda"]
+    if kind == "portable" and p.name == "cuda":
+        p = dataclasses.replace(p, mma_impl="shfl", byte_perm_def=_PORTABLE_PRMT,
+                                defines=p.defines.replace("__byte_perm((x), (y), (s))", "tq_prmt((x), (y), (s))"))
+    return p
+
+
+def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> list[Reason]:
+    """Why this spec cannot be lowered to C++ for this target (empty = eligible)."""
+    r = list(check_target(spec, target))
+    if target.info.vendor not in (Vendor.NVIDIA, Vendor.AMD):
+        r.append(Reason("target", str(target), "an NVIDIA (cuda) or AMD (hip) target",
+                        "the CPU runs the reference or the Triton interpreter"))
+    if spec.head_dim not in HEAD_DIMS:
+        r.append(Reason("head_dim", spec.head_dim, list(HEAD_DIMS),
+                        "the C++ kernels hold one 32-lane warp of D/32 elements and 16·D/8 accumulators; "
+                        "other head sizes run on Triton or the reference"))
+    if spec.rotation is Rotation.ORTHOGONAL:
+        r.append(Reason("rotation", "orthogonal", ["hadamard", "rht", "none"],
+                        "C++ kernels rotate with an in-register Walsh-Hadamard transform"))
+    if not spec.key_codec.is_fp8 and spec.key_bits > 4:
+        r.append(Reason("key_bits", spec.key_bits, [2, 3, 4], "the byte-permute codebook lookup holds 16 entries"))
+    if kind not in KINDS:
+        r.append(Reason("kind", kind, list(KINDS)))
+    elif kind == "portable" and target.info.vendor is not Vendor.NVIDIA:
+        r.append(Reason("kind", kind, ["generic"], "AMD variants always use the portable fragment path"))
+    return r
+
+
+def cuda_rules(spec: LayoutSpec) -> Rules:
+    return Rules(layouts=(str(spec.layout),), head_dims=(spec.head_dim,), block_sizes=(spec.block_size,),
+                 max_gqa=MAX_GQA)
+
+
+# ---------------------------------------------------------------------------- constants
+def _f32(x: float) -> str:
+    """A C float literal that parses back to exactly this float32."""
+    v = float(np.float32(x))
+    s = repr(v)
+    if "e" not in s and "." not in s and "inf" not in s and "nan" not in s:
+        s += ".0"
+    return s + "f"
+
+
+def _bits16(x: float, bf16: bool) -> int:
+    if bf16:
+        u = struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
+        u += 0x7FFF + ((u >> 16) & 1)
+        return (u >> 16) & 0xFFFF
+    return int(np.array([x], dtype=np.float16).view(np.uint16)[0])
+
+
+def _lut_words(centroids: np.ndarray, bf16: bool) -> dict[str, list[str]]:
+    """16 centroids (zero-padded) as 4 lo-byte and 4 hi-byte little-endian words."""
+    vals = list(centroids) + [0.0] * (16 - len(centroids))
+    bits = [_bits16(v, bf16) for v in vals]
+    lo = [sum((bits[4 * j + i] & 0xFF) << (8 * i) for i in range(4)) for j in range(4)]
+    hi = [sum((bits[4 * j + i] >> 8) << (8 * i) for i in range(4)) for j in range(4)]
+    return {"lo": [f"0x{w:08x}" for w in lo], "hi": [f"0x{w:08x}" for w in hi]}
+
+
+def _pow2_divisor(n: int, cap: int = 16) -> int:
+    a = 1
+    while a < cap and n % (2 * a) == 0:
+        a *= 2
+    return a
+
+
+@lru_cache(maxsize=None)
+def field_alignment(spec: LayoutSpec, field: str) -> int:
+    """Largest power of two (≤ 16) dividing every address of ``field`` for any number of heads."""
+    bl = derive_layout(spec)
+    g = 0
+    for h in range(1, 17):
+        page = bl.page(h)
+        fa = page[field]
+        for x in (fa.offset, fa.token_stride, fa.head_stride, page.block_bytes):
+            g = math.gcd(g, x)
+    return _pow2_divisor(g)
+
+
+def _alignments(spec: LayoutSpec) -> dict[str, int]:
+    bl = derive_layout(spec)
+    ak, av = field_alignment(spec, "k_data"), field_alignment(spec, "v_data")
+    epl = spec.head_dim // 32
+    return {
+        "k_data": min(ak, 16), "v_data": min(av, 16),
+        "k_quarter": min(ak, _pow2_divisor(bl.kd // 4)),
+        "v_eighth": min(av, _pow2_divisor(bl.vd // 8)),
+        "k_lane": min(ak, _pow2_divisor(epl)),
+    }
+
+
+def _render_inputs(spec: LayoutSpec, target: Target, kind: str) -> dict[str, Any]:
+    bl = derive_layout(spec)
+    fp8 = None
+    ctx: dict[str, Any] = {}
+    if spec.key_codec.is_fp8:
+        f = FP8_FORMATS[spec.key_codec]
+        fp8 = dict(f, max=repr(float(FP8_MAX[spec.key_codec])), scale=repr(float(2.0 ** (15 - f["bias"]))))
+        ctx.update(centroids=[], midpoints=[], lut={})
+    else:
+        cb = lloyd_max(spec.head_dim, spec.key_bits)
+        ctx.update(centroids=[_f32(c) for c in cb.centroids], midpoints=[_f32(m) for m in cb.midpoints],
+                   lut={"bf16": _lut_words(cb.centroids, True), "f16": _lut_words(cb.centroids, False)})
+    rht = spec.rotation is Rotation.RHT
+    signs = []
+    if rht:
+        s = random_signs(spec.head_dim, spec.rotation_seed)
+        for w in range(spec.head_dim // 32):
+            signs.append(str(sum(1 << i for i in range(32) if s[32 * w + i] < 0)))
+    platform = platform_for(target, kind)
+    return dict(
+        ctx, spec=spec, target=str(target), kind=kind, kd=bl.kd, vd=bl.vd,
+        kbits=0 if spec.key_codec.is_fp8 else spec.key_bits, key_fp8=spec.key_codec.is_fp8,
+        key_fp8_kind=0 if fp8 is None else list(FP8_FORMATS).index(spec.key_codec) + 1, fp8=fp8,
+        renorm=spec.norm_correction and not spec.fold_norm and not spec.key_codec.is_fp8,
+        rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
+        inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec),
+        options=CUDA_OPTIONS[target], max_m_tiles=1, platform=platform,
+        mma_def=MMA_DEFS[platform.mma_impl],
+    )
+
+
+def template_digest(spec: LayoutSpec, target: Target, kind: str = "generic") -> str:
+    ctx = _render_inputs(spec, target, kind)
+    blob = (TEMPLATE_DIR / CUDA_TEMPLATE).read_bytes() + repr(sorted(
+        (k, v if not isinstance(v, (Platform, CudaOptions)) else dataclasses.asdict(v)) for k, v in ctx.items()
+    )).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
+                 options: CudaOptions | None = None) -> Variant:
+    t = Target.parse(target, "target")
+    reasons = cuda_reasons(spec, t, kind)
+    opts = options or CUDA_OPTIONS.get(t, CudaOptions())
+    if not reasons:
+        reasons += opts.reasons(t)
+    if reasons:
+        raise SpecError(reasons, f"cannot lower {spec.token} to {backend_for(t)} C++ for {t} ({kind})")
+    return Variant(backend=backend_for(t), target=t, kind=kind, spec=spec, options=opts, rules=cuda_rules(spec),
+                   template_digest=template_digest(spec, t, kind), version=__version__)
+
+
+def render_cuda(v: Variant) -> str:
+    """The C++ source (CUDA or HIP by the variant's target) for one variant (deterministic)."""
+    ctx = _render_inputs(v.spec, v.target, v.kind)
+    return _env().get_template(CUDA_TEMPLATE).render(**ctx, banner=BANNER, variant_id=v.id)
+
+
+def source_name(v: Variant) -> str:
+    return f"kernel.{platform_for(v.target, v.kind).suffix}"
+
+
+def layout_params(spec: LayoutSpec, num_kv_heads: int) -> tuple[int, ...]:
+    """The ``TqLayout`` struct (16 int64): block_bytes, then (offset, token_stride, head_stride) of
+    k_data, k_norm, v_data, v_scale, v_zero — from derive_layout; absent fields are zeros."""
+    bl = derive_layout(spec)
+    page = bl.page(num_kv_heads)
+    out = [page.block_bytes]
+    for name in ("k_data", "k_norm", "v_data", "v_scale", "v_zero"):
+        if bl.has(name):
+            fa = page[name]
+            out += [fa.offset, fa.token_stride, fa.head_stride]
+        else:
+            out += [0, 0, 0]
+    return tuple(out)
+
+
+def kernel_names() -> dict[str, tuple[str, str]]:
+    """Entry points per kernel: (bf16 name, fp16 name); dequant also writes fp32."""
+    out = {k: (f"tq_{k}_bf16", f"tq_{k}_f16") for k in ("store", "decode_split", "decode_merge", "dequant")}
+    out["dequant_f32"] = ("tq_dequant_f32", "tq_dequant_f32")
+    return out
