@@ -63,11 +63,54 @@ def paged(spec, b, L, hk, dev, kern):
     return cache, bt, torch.full((b,), L, dtype=torch.int32, device=dev)
 
 
+def option_sweep(dev, ceil) -> None:
+    """Decode B=32 L=32K per compile option (warps per block × min resident blocks), 4bit_nc + k8v4 SoA."""
+    import dataclasses
+    from tqgen.cuda_launch import load_variant
+    from tqgen.lower_cuda import CUDA_OPTIONS, make_variant
+    b, L, hq, hk = 32, 32768, 32, 8
+    q = torch.randn(b, hq, 128, device=dev, dtype=torch.bfloat16)
+    print("\n## decode option sweep (B=32, L=32K; best split count per option)\n")
+    print("| preset | decode_warps | min_blocks | stages | µs | % ceiling | splits |")
+    print("|---|---|---|---|---|---|---|")
+    for preset in ("4bit_nc", "k8v4"):
+        spec = preset_spec_for_target(preset, Target.SM90, layout="soa")
+        base = load_cuda(spec, "sm90")
+        cache, bt, sl = paged(spec, b, L, hk, dev, base)
+        nbytes = b * L * hk * derive_layout(spec).slot_bytes
+        for w, mb, st in [(1, 2, 0), (1, 2, 4), (2, 2, 0), (2, 2, 4), (2, 2, 6), (4, 2, 0), (4, 2, 3)]:
+            if True:
+                opts = dataclasses.replace(CUDA_OPTIONS[Target.SM90], decode_warps=w, decode_min_blocks=mb, stages=st)
+                try:
+                    kern = load_variant(make_variant(spec, Target.SM90, options=opts))
+                except Exception as e:
+                    print(f"| {preset} | {w} | {mb} | {st} | build failed: {str(e)[:80]} | | |")
+                    continue
+                best = None
+                for s in (8, 16, 32, 64, 128):
+                    ws = kern.workspace(b, hq, s, dev)
+                    try:
+                        t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=s, workspace=ws, check=False))
+                    except RuntimeError as e:
+                        print(f"| {preset} | {w} | {mb} | {st} | launch failed: {str(e)[:80]} | | {s} |")
+                        break
+                    if best is None or t < best[0]:
+                        best = (t, s)
+                if best is None:
+                    continue
+                print(f"| {preset} | {w} | {mb} | {st} | {best[0]:.0f} | {100 * nbytes / (best[0] * 1e-6) / ceil:.1f} | {best[1]} |")
+                sys.stdout.flush()
+        del cache
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--splits", default="")
     ap.add_argument("--shapes", default="32x32768,128x8192,1x4096")
+    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--opt-sweep", action="store_true")
+    ap.add_argument("--no-store", action="store_true")
     a = ap.parse_args()
     dev = torch.device("cuda")
     print(f"# CUDA C++ vs Triton — {torch.cuda.get_device_name()} — torch {torch.__version__}\n")
@@ -82,6 +125,8 @@ def main() -> None:
             for tgt in ("sm90", "sm80"):
                 specs.append((preset_spec_for_target(preset, Target(tgt), layout=layout), tgt))
     kinds = ["generic", "portable"]
+    if a.no_check:
+        specs = []
     fails = 0
     for spec, tgt in specs:
         for kind in kinds:
@@ -128,8 +173,8 @@ def main() -> None:
     print(f"copy ceiling: {ceil / 1e12:.2f} TB/s\n")
     hq, hk, dd = 32, 8, 128
     print("## decode (µs; % of copy ceiling in packed bytes; × bf16 SDPA)\n")
-    print("| preset | layout | B | L | SDPA µs | triton µs | triton % | triton × | cuda µs | cuda % | cuda × | cuda splits |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| preset | layout | B | L | SDPA µs | triton µs | triton % | triton × | cuda µs | cuda % | cuda × | cuda splits | cuda graph µs | graph % | graph × |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
     sweep = [int(x) for x in a.splits.split(",") if x]
     for b, L in shapes:
@@ -154,11 +199,24 @@ def main() -> None:
                     if best is None or t < best[0]:
                         best = (t, splits)
                 t_cu, sp = best
+                ws = kern.workspace(b, hq, sp, dev)
+                out = torch.empty_like(q)
+                kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False)
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False)
+                t_graph = bench(graph.replay)
                 print(f"| {preset} | {layout} | {b} | {L} | {t_sdpa:.0f} | {t_tri:.0f} | "
                       f"{100 * nbytes / (t_tri * 1e-6) / ceil:.1f} | {t_sdpa / t_tri:.2f} | {t_cu:.0f} | "
-                      f"{100 * nbytes / (t_cu * 1e-6) / ceil:.1f} | {t_sdpa / t_cu:.2f} | {sp} |")
+                      f"{100 * nbytes / (t_cu * 1e-6) / ceil:.1f} | {t_sdpa / t_cu:.2f} | {sp} | {t_graph:.0f} | "
+                      f"{100 * nbytes / (t_graph * 1e-6) / ceil:.1f} | {t_sdpa / t_graph:.2f} |")
                 sys.stdout.flush()
                 del cache
+    if a.opt_sweep:
+        option_sweep(dev, ceil)
+    if a.no_store:
+        return
     print("\n## store (N tokens × 8 heads, bf16 in; % of copy ceiling in bytes read + written)\n")
     print("| preset | layout | N | triton µs | triton % | cuda µs | cuda % |")
     print("|---|---|---|---|---|---|---|")

@@ -149,7 +149,7 @@ command("check", "eligibility of a spec on a target, or staleness of generated/ 
 
 
 def _load_optional_commands() -> None:
-    for mod in ("tqgen.build", "tqgen.evaluation"):
+    for mod in ("tqgen.build", "tqgen.evaluation", "tqgen.bench"):
         try:
             __import__(mod)
         except ImportError as e:  # a verb whose module cannot load is reported, not fatal
@@ -174,4 +174,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # run as a script the verbs would register in a second copy of this module: use the package's
+    from tqgen.cli import main as _main
+    sys.exit(_main())

@@ -217,14 +217,14 @@ class CudaKernels:
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
         """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe):
-        enough warps for ~2 waves of 8 resident warps per SM, at most one per 16-token tile,
-        rounded to whole blocks."""
+        ~16 warps per SM over the grid (H200 sweep, bench/results/h200-2026-11-30-cuda-*.md: 8 splits
+        at B=32/L=32K and B=128/L=8K, 32-64 at B=1/L=4K), at least 4 tiles per split, a whole block."""
         sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
         w = self.variant.options.decode_warps
         want = max(1, math.ceil(16 * sms / max(1, batch * num_kv_heads)))
         tiles = max(1, math.ceil(max_seq_len / 16))
-        s = int(min(want, tiles, 256))
-        return max(w, math.ceil(s / w) * w) if tiles >= w else s
+        s = int(max(1, min(want, tiles // 4, 64)))
+        return math.ceil(s / w) * w
 
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
         d = self.spec.head_dim

@@ -68,8 +68,21 @@ PLATFORMS: dict[str, Platform] = {
 #define TQ_F2H(x) __half_as_ushort(__float2half_rn(x))
 #define TQ_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
 #define TQ_SHFL(v, s) __shfl_sync(0xffffffffu, (v), (s))
-#define TQ_PRMT(x, y, s) __byte_perm((x), (y), (s))""",
-        byte_perm_def="", mma_impl="ptx"),
+#define TQ_PRMT(x, y, s) __byte_perm((x), (y), (s))
+#define TQ_ANY(p) __any_sync(0xffffffffu, (p))
+// two floats -> bf16x2 (round to nearest even), low half first
+#define TQ_F2BF2(a, b) tq_cvt_bf16x2((a), (b))
+#define TQ_F2H2(a, b) tq_cvt_f16x2((a), (b))""",
+        byte_perm_def="""__device__ __forceinline__ uint32_t tq_cvt_bf16x2(float a, float b) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}
+__device__ __forceinline__ uint32_t tq_cvt_f16x2(float a, float b) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}""", mma_impl="ptx"),
     "hip": Platform(
         name="hip", suffix="hip",
         header="#include <hip/hip_runtime.h>",
@@ -78,7 +91,10 @@ PLATFORMS: dict[str, Platform] = {
 #define TQ_F2H(x) __builtin_bit_cast(unsigned short, (_Float16)(x))
 #define TQ_SHFL_XOR(v, m) __shfl_xor((v), (m), 32)
 #define TQ_SHFL(v, s) __shfl((v), (s), 32)
-#define TQ_PRMT(x, y, s) tq_prmt((x), (y), (s))""",
+#define TQ_PRMT(x, y, s) tq_prmt((x), (y), (s))
+#define TQ_ANY(p) __any((p))
+#define TQ_F2BF2(a, b) tq_pack2(tq_f2bf(a), tq_f2bf(b))
+#define TQ_F2H2(a, b) tq_pack2(TQ_F2H(a), TQ_F2H(b))""",
         byte_perm_def=_PORTABLE_PRMT, mma_impl="shfl"),
 }
 
@@ -121,10 +137,11 @@ __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0,
 class CudaOptions:
     """Launch/compile options of the C++ kernels for one target; validates itself."""
 
-    decode_warps: int = 4  # logical warps per decode block; each warp is one split
+    decode_warps: int = 2  # logical warps per decode block; each warp is one split (H200 sweep: 2 best)
     decode_min_blocks: int = 2  # __launch_bounds__ minimum resident blocks (register budget)
     row_warps: int = 4  # store / dequant: one logical warp per (token, head) row
     tile: int = 16  # decode tokens per step (two 8-token matrix n-tiles)
+    stages: int = 4  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -134,6 +151,8 @@ class CudaOptions:
                 r.append(Reason(name, v, [1, 2, 4, 8]))
         if self.tile != 16:
             r.append(Reason("tile", self.tile, [16], "the fragment layout fixes 16 tokens per step"))
+        if self.stages != 0 and not 2 <= self.stages <= 8:
+            r.append(Reason("stages", self.stages, "0 (register prefetch) or 2..8"))
         if not 1 <= self.decode_min_blocks <= 8:
             r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..8"))
         return r
@@ -165,9 +184,11 @@ def backend_for(target: Target) -> Backend:
 
 def platform_for(target: Target, kind: str = "generic") -> Platform:
     p = PLATFORMS["hip" if target.info.vendor is Vendor.AMD else "cuda"]
-    if kind == "portable" and p.name == "cuda":
+    if kind == "portable" and p.name == "cuda":  # the HIP instance's fragment and byte-permute code
         p = dataclasses.replace(p, mma_impl="shfl", byte_perm_def=_PORTABLE_PRMT,
-                                defines=p.defines.replace("__byte_perm((x), (y), (s))", "tq_prmt((x), (y), (s))"))
+                                defines=p.defines.replace("__byte_perm((x), (y), (s))", "tq_prmt((x), (y), (s))")
+                                .replace("tq_cvt_bf16x2((a), (b))", "tq_pack2(tq_f2bf(a), tq_f2bf(b))")
+                                .replace("tq_cvt_f16x2((a), (b))", "tq_pack2(TQ_F2H(a), TQ_F2H(b))"))
     return p
 
 
@@ -257,7 +278,32 @@ def _alignments(spec: LayoutSpec) -> dict[str, int]:
     }
 
 
-def _render_inputs(spec: LayoutSpec, target: Target, kind: str) -> dict[str, Any]:
+def _meta_pairs(spec: LayoutSpec) -> bool:
+    """fp16 fields of tokens 2i and 2i+1 adjacent and 4-byte aligned (SoA, even block size)."""
+    bl = derive_layout(spec)
+    names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
+    if spec.block_size % 2:
+        return False
+    for h in range(1, 17):
+        page = bl.page(h)
+        for f in names:
+            fa = page[f]
+            if fa.token_stride != 2 or math.gcd(fa.offset, 2 * fa.token_stride, fa.head_stride, page.block_bytes) % 4:
+                return False
+    return True
+
+
+def _async_copy(spec: LayoutSpec, platform: Platform) -> bool:
+    """The cp.async decode pipeline: CUDA fragments, whole tiles inside one block, and every piece a
+    thread copies (K quarter, V eighth, fp16 pairs) made of aligned 4-byte words."""
+    bl = derive_layout(spec)
+    a = _alignments(spec)
+    return (platform.name == "cuda" and platform.mma_impl == "ptx" and spec.block_size % 16 == 0
+            and _meta_pairs(spec) and a["k_quarter"] >= 4 and a["v_eighth"] >= 4
+            and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
+
+
+def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> dict[str, Any]:
     bl = derive_layout(spec)
     fp8 = None
     ctx: dict[str, Any] = {}
@@ -282,14 +328,15 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str) -> dict[str, Any
         key_fp8_kind=0 if fp8 is None else list(FP8_FORMATS).index(spec.key_codec) + 1, fp8=fp8,
         renorm=spec.norm_correction and not spec.fold_norm and not spec.key_codec.is_fp8,
         rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
-        inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec),
-        options=CUDA_OPTIONS[target], max_m_tiles=1, platform=platform,
+        inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec), meta_pairs=_meta_pairs(spec),
+        async_copy=options.stages >= 2 and _async_copy(spec, platform),
+        options=options, max_m_tiles=1, platform=platform,
         mma_def=MMA_DEFS[platform.mma_impl],
     )
 
 
-def template_digest(spec: LayoutSpec, target: Target, kind: str = "generic") -> str:
-    ctx = _render_inputs(spec, target, kind)
+def template_digest(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> str:
+    ctx = _render_inputs(spec, target, kind, options)
     blob = (TEMPLATE_DIR / CUDA_TEMPLATE).read_bytes() + repr(sorted(
         (k, v if not isinstance(v, (Platform, CudaOptions)) else dataclasses.asdict(v)) for k, v in ctx.items()
     )).encode()
@@ -306,12 +353,12 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
     if reasons:
         raise SpecError(reasons, f"cannot lower {spec.token} to {backend_for(t)} C++ for {t} ({kind})")
     return Variant(backend=backend_for(t), target=t, kind=kind, spec=spec, options=opts, rules=cuda_rules(spec),
-                   template_digest=template_digest(spec, t, kind), version=__version__)
+                   template_digest=template_digest(spec, t, kind, opts), version=__version__)
 
 
 def render_cuda(v: Variant) -> str:
     """The C++ source (CUDA or HIP by the variant's target) for one variant (deterministic)."""
-    ctx = _render_inputs(v.spec, v.target, v.kind)
+    ctx = _render_inputs(v.spec, v.target, v.kind, v.options)
     return _env().get_template(CUDA_TEMPLATE).render(**ctx, banner=BANNER, variant_id=v.id)
 
 
