@@ -1,0 +1,209 @@
+"""`tqgen bench`: the smoke suite on the CPU (reference backend; Triton under TRITON_INTERPRET=1), its files and
+columns, bytes-moved accounting against derive_layout, % of the copy ceiling = bytes / time / ceiling, the
+targets evaluation, and clear errors for bad names. In-process through tqgen.cli.main.
+
+Expected byte counts are worked out by hand in the comments (DESIGN §2: slot bytes per token-head).
+"""
+
+import json
+import math
+import os
+
+import pytest
+
+from tqgen import LayoutSpec, derive_layout
+from tqgen.bench import (
+    MAIN, SMOLLM2, Shape, decode_bytes, dequant_bytes, evaluate_targets, pct_of_ceiling, prefill_bytes, store_bytes,
+    suite_shapes,
+)
+from tqgen.cli import main
+
+K = 1024
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"  # tests/conftest.py sets it where there is no GPU
+
+
+def _bench(tmp_path, tag, *args):
+    rc = main(["bench", "--suite", "smoke", "--device", "cpu", "--out", str(tmp_path), "--tag", tag, *args])
+    res = json.loads((tmp_path / f"{tag}.json").read_text())
+    md = (tmp_path / f"{tag}.md").read_text()
+    return rc, res, md
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    return (tmp,) + _bench(tmp, "ref", "--backend", "reference", "--preset", "4bit_nc", "--preset", "k8v4")
+
+
+def test_smoke_files_and_columns(smoke):
+    tmp, rc, res, md = smoke
+    assert rc == 0
+    rows, meta = res["rows"], res["meta"]
+    # 6 smoke shapes x 2 presets x 2 layouts, all measured by the oracle backend
+    assert len(rows) == 24 and all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
+    assert {r["op"] for r in rows} == {"decode", "store", "dequant", "prefill"}
+    for key in ("op", "backend", "variant", "preset", "layout", "B", "L", "N", "Hq", "Hk", "D", "splits", "time_us",
+                "min_us", "bytes", "GBps", "pct_ceiling", "sdpa_us", "vs_sdpa", "paged_us", "vs_paged", "l2", "check",
+                "status"):
+        assert all(key in r for r in rows), key
+    assert all(r["time_us"] > 0 and r["min_us"] <= r["time_us"] and r["check"] == "oracle" for r in rows
+               if r["op"] != "prefill")
+    assert {r["path"] for r in rows if r["op"] == "prefill"} == {"decode", "dequant+sdpa"}
+    for k in ("device", "torch", "triton", "copy_ceiling_GBps", "command", "date", "timing", "l2_policy", "sdpa"):
+        assert k in meta, k
+    assert meta["command"].startswith("tqgen bench --suite smoke")
+    assert meta["paged_bf16_decode"].startswith("n/a")
+    # markdown: header, one table per op, SDPA baselines
+    for text in ("copy ceiling", "command: `tqgen bench --suite smoke", "## bf16 SDPA baselines", "## decode",
+                 "## store", "## dequant", "## prefill", "| median us | min us | MB moved | GB/s | % ceiling |",
+                 "| x SDPA | x paged bf16 |", "torch ", "triton "):
+        assert text in md, text
+    assert "## Issue 6 targets" not in md  # smoke covers no target shape
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert (tmp / "ref-decode-time.png").stat().st_size > 1000 and (tmp / "ref-decode-pct.png").exists()
+
+
+def test_bytes_moved_match_derive_layout(smoke):
+    _, _, res, _ = smoke
+    rows = res["rows"]
+    spec = LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=64)
+    slot = derive_layout(spec).slot_bytes
+    assert slot == 70  # D=64, 4-bit keys and values: 32 + 2 (norm) + 32 + 2 + 2
+    # decode B=2 L=64 Hq=4 Hk=2 D=64: 2·64·2·70 packed + 2·4·64·2 query + the same output
+    assert decode_bytes(spec, 2, 64, 4, 2) == (17920 + 1024, 1024)
+    # store N=64 Hk=2: K+V 2·64·2·64·2 + slot mapping 64·4; written 64·2·70
+    assert store_bytes(spec, 64, 2) == (32768 + 256, 8960)
+    # dequant B=2 L=64: packed read; K and V 2·2·64·64 bf16 written
+    assert dequant_bytes(spec, 2, 64, 2) == (17920, 65536)
+    # prefill, 4 new tokens after 32 (decode path, one query per token over 33..36 tokens):
+    # store 2·4·2·64·2 + 16 read, 4·2·70 written; history 2·70·(33+34+35+36); query/output 4·4·64·2 each
+    assert prefill_bytes(spec, 1, 32, 4, 4, 2, decode_max_tokens=4) == (2064 + 140 * 138 + 2048, 560 + 2048, "decode")
+    # 12 new tokens: dequant 44 tokens (packed read, bf16 written), SDPA reads the bf16 K/V
+    kv16 = 2 * 44 * 2 * 64 * 2
+    assert prefill_bytes(spec, 1, 32, 12, 4, 2, 4) == (6192 + 44 * 2 * 70 + kv16 + 6144, 1680 + kv16 + 6144,
+                                                       "dequant+sdpa")
+    got = {(r["op"], r["B"], r["L"], r["N"]): r for r in rows if (r["preset"], r["layout"]) == ("4bit_nc", "soa")}
+    assert got[("decode", 2, 64, None)]["bytes"] == 17920 + 2048
+    assert got[("store", None, None, 64)]["bytes"] == 33024 + 8960
+    assert got[("dequant", 2, 64, None)]["bytes"] == 17920 + 65536
+    assert got[("prefill", 1, 32, 4)]["bytes"] == sum(prefill_bytes(spec, 1, 32, 4, 4, 2, 4)[:2])
+    # k8v4 at D=64: 64 fp8 key bytes + 32 + 4 = 100
+    k8 = [r for r in rows if r["op"] == "decode" and r["preset"] == "k8v4" and r["L"] == 32]
+    assert k8 and all(r["slot_bytes"] == 100 and r["bytes"] == 2 * 32 * 2 * 100 + 2048 for r in k8)
+
+
+def test_pct_ceiling_is_bytes_over_time_over_ceiling(smoke):
+    _, _, res, _ = smoke
+    ceiling = res["meta"]["copy_ceiling_GBps"] * 1e9
+    copy = res["meta"]["copy"]
+    assert math.isclose(ceiling, 2 * copy["bytes"] / (copy["median_us"] * 1e-6), rel_tol=1e-9)
+    for r in res["rows"]:
+        t = r["time_us"] * 1e-6
+        assert math.isclose(r["GBps"], r["bytes"] / t / 1e9, rel_tol=1e-9)
+        assert math.isclose(r["pct_ceiling"], 100 * r["bytes"] / t / ceiling, rel_tol=1e-9)
+        assert math.isclose(r["pct_ceiling"], pct_of_ceiling(r["bytes"], t, ceiling), rel_tol=1e-12)
+        # time x achieved bandwidth gives the bytes back
+        assert math.isclose(t * r["pct_ceiling"] / 100 * ceiling, r["bytes"], rel_tol=1e-9)
+        if r["op"] in ("decode", "dequant", "prefill") and r["sdpa_us"]:
+            assert math.isclose(r["vs_sdpa"], r["sdpa_us"] / r["time_us"], rel_tol=1e-9)
+        assert r["vs_paged"] is None  # no bf16 paged decode on a CPU
+
+
+def test_triton_interpreter_checked_and_cuda_unavailable(tmp_path):
+    rc, res, md = _bench(tmp_path, "tri", "--backend", "triton", "--backend", "cuda", "--preset", "3bit_nc",
+                         "--layout", "soa", "--op", "decode", "--op", "store", "--no-plot")
+    assert rc == 0
+    rows = res["rows"]
+    cuda = [r for r in rows if r["backend"] == "cuda"]
+    assert len(cuda) == 3 and all(r["status"].startswith("unavailable:") and "cuda" in r["status"] for r in cuda)
+    assert "## Not measured" in md and "unavailable" in md
+    tri = [r for r in rows if r["backend"] == "triton"]
+    assert len(tri) == 3
+    if not INTERPRET:
+        assert all(r["status"].startswith("unavailable:") for r in tri)
+        return
+    assert all(r["status"] == "ok" and r["check"].startswith("ok") for r in tri), [(r["status"], r["check"])
+                                                                                   for r in tri]
+    assert all(r["variant"].startswith("triton-cpu-generic-soa-k3nc-v3") for r in tri)
+    assert [r["splits"] for r in tri if r["op"] == "decode"] and all(
+        r["splits"] >= 1 for r in tri if r["op"] == "decode")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--preset", "5bit"], "unknown preset"),
+    (["--layout", "csr"], "layout='csr' not supported"),
+    (["--backend", "opencl"], "unknown backend"),
+])
+def test_bad_names_are_clear(args, needle, tmp_path, capsys):
+    assert main(["bench", "--suite", "smoke", "--out", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    if "preset" in needle:
+        assert "k8v4, 4bit_nc, k3v4_nc, 3bit_nc" in err
+    assert not list(tmp_path.iterdir())  # nothing ran
+
+
+def test_bad_suite_is_clear(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--suite", "huge"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'huge'" in err and "targets" in err and "smoke" in err
+
+
+def test_suites():
+    t = suite_shapes("targets", 4)
+    assert Shape("decode", 32, 32 * K, *MAIN) in t and Shape("decode", 128, 8 * K, *MAIN) in t
+    assert Shape("decode", 1, 4 * K, *MAIN) in t and Shape("decode", 32, 32 * K, *SMOLLM2) in t
+    assert sorted(s.n for s in t if s.op == "store") == [64 * K, 256 * K]
+    assert len(t) == 6
+    sw = suite_shapes("sweep", 4)
+    assert {(s.b, s.l) for s in sw} == {(b, l) for b in (1, 32) for l in (K, 4 * K, 16 * K, 32 * K, 128 * K)}
+    full = suite_shapes("full", 4)
+    dec = [s for s in full if s.op == "decode"]
+    assert len(dec) == 4 * 5 * 4 and {s.hq // s.hk for s in dec} == {1, 3, 4, 8} and {s.d for s in dec} == {64, 128}
+
+
+def test_list_runs_nothing(tmp_path, capsys):
+    assert main(["bench", "--suite", "targets", "--list", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "= 96 case(s)" in out and "decode B=32 L=32768 Hq32 Hk8 D128" in out and "rough H200 estimate" in out
+    assert not list(tmp_path.iterdir())
+
+
+def _row(op, preset, pct, vs=None, b=None, l=None, heads=MAIN, n=None, t=100.0, sdpa=None, status="ok", layout="soa"):
+    hq, hk, d = heads
+    return dict(op=op, backend="triton", preset=preset, layout=layout, B=b, L=l, N=n, Hq=hq, Hk=hk, D=d,
+                pct_ceiling=pct, vs_sdpa=vs, time_us=t, sdpa_us=sdpa, status=status)
+
+
+def test_targets_evaluation():
+    rows = [
+        _row("decode", "4bit_nc", 75.0, 2.6, 32, 32 * K),  # both PASS
+        _row("decode", "3bit_nc", 71.0, 2.9, 128, 8 * K),  # bandwidth PASS, speed-up FAIL (needs 3x)
+        _row("decode", "k8v4", 50.0, 2.1, 32, 32 * K, status="MISMATCH"),  # a wrong result always FAILs
+        _row("decode", "4bit_nc", 5.0, None, 1, 4 * K, t=25.0, sdpa=17.0),  # 1.47x the SDPA time: PASS
+        _row("decode", "4bit_nc", 60.0, None, 32, 32 * K, heads=SMOLLM2),  # 60 vs 75: 0.8x: PASS
+        _row("store", "4bit_nc", 59.0, n=64 * K),  # FAIL
+        _row("store", "4bit_nc", 61.0, n=256 * K),  # PASS
+        _row("store", "4bit_nc", 10.0, n=16 * K),  # below 64K tokens: no target
+    ]
+    def kind(text):
+        return next(k for k, w in (("lat", "no slower"), ("d64", "head_dim 64"), ("pct", "% of copy"), ("x", "x bf16"))
+                    if w in text)
+
+    res = {(kind(t["target"]), t["preset"], t["shape"]): t["result"] for t in evaluate_targets(rows)}
+    assert res[("pct", "4bit_nc", "decode B=32 L=32768")] == "PASS"
+    assert res[("x", "4bit_nc", "decode B=32 L=32768")] == "PASS"
+    assert res[("pct", "3bit_nc", "decode B=128 L=8192")] == "PASS"
+    assert res[("x", "3bit_nc", "decode B=128 L=8192")] == "FAIL"
+    assert res[("pct", "k8v4", "decode B=32 L=32768")] == "FAIL"
+    assert res[("x", "k8v4", "decode B=32 L=32768")] == "FAIL"
+    assert res[("lat", "4bit_nc", "decode B=1 L=4096")] == "PASS"
+    assert res[("d64", "4bit_nc", "decode B=32 L=32768 Hq9 Hk3 D64")] == "PASS"
+    assert res[("pct", "4bit_nc", "store N=65536")] == "FAIL"
+    assert res[("pct", "4bit_nc", "store N=262144")] == "PASS"
+    assert len(res) == 10
