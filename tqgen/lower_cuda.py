@@ -331,6 +331,9 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec), meta_pairs=_meta_pairs(spec),
         async_copy=options.stages >= 2 and _async_copy(spec, platform),
         options=options, max_m_tiles=1, platform=platform,
+        # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
+        # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
+        decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         mma_def=MMA_DEFS[platform.mma_impl],
     )
 
