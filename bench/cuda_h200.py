@@ -71,34 +71,35 @@ def option_sweep(dev, ceil) -> None:
     b, L, hq, hk = 32, 32768, 32, 8
     q = torch.randn(b, hq, 128, device=dev, dtype=torch.bfloat16)
     print("\n## decode option sweep (B=32, L=32K; best split count per option)\n")
-    print("| preset | decode_warps | min_blocks | stages | µs | % ceiling | splits |")
-    print("|---|---|---|---|---|---|---|")
-    for preset in ("4bit_nc", "k8v4"):
-        spec = preset_spec_for_target(preset, Target.SM90, layout="soa")
+    print("| preset | layout | decode_warps | min_blocks | stages | q_in_smem | µs | % ceiling | splits |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for preset, layout in (("4bit_nc", "soa"), ("k8v4", "soa"), ("4bit_nc", "aos")):
+        spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
         base = load_cuda(spec, "sm90")
         cache, bt, sl = paged(spec, b, L, hk, dev, base)
         nbytes = b * L * hk * derive_layout(spec).slot_bytes
-        for w, mb, st in [(1, 2, 0), (1, 2, 4), (2, 2, 0), (2, 2, 4), (2, 2, 6), (4, 2, 0), (4, 2, 3)]:
+        for w, mb, st, qsm in [(2, 2, 4, False), (2, 6, 4, True), (2, 8, 4, True), (2, 6, 0, True), (4, 3, 3, True)]:
             if True:
-                opts = dataclasses.replace(CUDA_OPTIONS[Target.SM90], decode_warps=w, decode_min_blocks=mb, stages=st)
+                opts = dataclasses.replace(CUDA_OPTIONS[Target.SM90], decode_warps=w, decode_min_blocks=mb, stages=st,
+                                           q_in_smem=qsm)
                 try:
                     kern = load_variant(make_variant(spec, Target.SM90, options=opts))
                 except Exception as e:
-                    print(f"| {preset} | {w} | {mb} | {st} | build failed: {str(e)[:80]} | | |")
+                    print(f"| {preset} | {layout} | {w} | {mb} | {st} | {qsm} | build failed: {str(e)[:80]} | | |")
                     continue
                 best = None
-                for s in (8, 16, 32, 64, 128):
+                for s in (8, 16, 32):
                     ws = kern.workspace(b, hq, s, dev)
                     try:
                         t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=s, workspace=ws, check=False))
                     except RuntimeError as e:
-                        print(f"| {preset} | {w} | {mb} | {st} | launch failed: {str(e)[:80]} | | {s} |")
+                        print(f"| {preset} | {layout} | {w} | {mb} | {st} | {qsm} | launch failed: {str(e)[:80]} | | {s} |")
                         break
                     if best is None or t < best[0]:
                         best = (t, s)
                 if best is None:
                     continue
-                print(f"| {preset} | {w} | {mb} | {st} | {best[0]:.0f} | {100 * nbytes / (best[0] * 1e-6) / ceil:.1f} | {best[1]} |")
+                print(f"| {preset} | {layout} | {w} | {mb} | {st} | {qsm} | {best[0]:.0f} | {100 * nbytes / (best[0] * 1e-6) / ceil:.1f} | {best[1]} |")
                 sys.stdout.flush()
         del cache
 
@@ -175,7 +176,7 @@ def main() -> None:
     print("## decode (µs; % of copy ceiling in packed bytes; × bf16 SDPA)\n")
     print("| preset | layout | B | L | SDPA µs | triton µs | triton % | triton × | cuda µs | cuda % | cuda × | cuda splits | cuda graph µs | graph % | graph × |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
+    shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",") if s]
     sweep = [int(x) for x in a.splits.split(",") if x]
     for b, L in shapes:
         q = torch.randn(b, hq, dd, device=dev, dtype=torch.bfloat16)

@@ -25,7 +25,7 @@ from .codebook import lloyd_max
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
                  check_target)
 from .layout import derive_layout
-from .lower_triton import BANNER, TEMPLATE_DIR, _env
+from .lower_triton import BANNER, TEMPLATE_DIR, OptionOverride, _env
 from .rotation import random_signs
 from .variants import Rules, Variant
 
@@ -138,9 +138,10 @@ class CudaOptions:
     """Launch/compile options of the C++ kernels for one target; validates itself."""
 
     decode_warps: int = 2  # logical warps per decode block; each warp is one split (H200 sweep: 2 best)
-    decode_min_blocks: int = 2  # __launch_bounds__ minimum resident blocks (register budget)
+    decode_min_blocks: int = 6  # __launch_bounds__ minimum resident blocks: 168 registers, 12 warps per SM
     row_warps: int = 4  # store / dequant: one logical warp per (token, head) row
     tile: int = 16  # decode tokens per step (two 8-token matrix n-tiles)
+    q_in_smem: bool = True  # decode A fragments (rotated queries) read from shared memory: 32 registers freed
     stages: int = 4  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
 
     def reasons(self, target: Target) -> list[Reason]:
@@ -161,12 +162,32 @@ class CudaOptions:
         return dataclasses.asdict(self)
 
 
+# H200 option sweep (bench/results/h200-2026-11-30-cuda-run6.md, B=32 L=32K): q_in_smem + 6 blocks beat
+# 2 blocks by 8-17 %; the cp.async pipeline helps 4-bit SoA (825 vs 877 us) but not fp8 keys (1352 vs 1207)
 CUDA_OPTIONS: dict[Target, CudaOptions] = {
     Target.SM80: CudaOptions(), Target.SM86: CudaOptions(), Target.SM89: CudaOptions(), Target.SM90: CudaOptions(),
     Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4),  # 2 logical warps per wave64
     Target.GFX942: CudaOptions(decode_warps=4, row_warps=4),
     Target.GFX950: CudaOptions(decode_warps=4, row_warps=4),
 }
+
+CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
+    OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"),), (("stages", 0),),
+                   "fp8 keys: register prefetch 1207 us vs cp.async 1352 us (B=32, L=32K, SoA)"),
+) + tuple(
+    OptionOverride(t, (("key_codec", "lloyd_max"), ("key_bits", 3)), (("decode_min_blocks", 4),),
+                   "3-bit keys spill 12-32 bytes at 168 registers (6 blocks); 4 blocks leave 208, spill-free")
+    for t in (Target.SM80, Target.SM86, Target.SM89, Target.SM90))
+
+
+def cuda_options(spec: LayoutSpec, target: Target) -> CudaOptions:
+    """The target's options with every matching per-spec override applied, in table order."""
+    opts = CUDA_OPTIONS.get(target, CudaOptions())
+    for o in CUDA_OPTION_OVERRIDES:
+        if o.applies(spec, target):
+            opts = dataclasses.replace(opts, **dict(o.changes))
+    return opts
+
 
 #: fp8 key formats as the C++ encoder/decoder sees them: exponent bias, saturation value, tie
 #: rule, NaN code; ``scale`` = fp8 value / fp16(sign | (byte & 0x7f) << 7) = 2^(15 - bias)
@@ -350,7 +371,7 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
                  options: CudaOptions | None = None) -> Variant:
     t = Target.parse(target, "target")
     reasons = cuda_reasons(spec, t, kind)
-    opts = options or CUDA_OPTIONS.get(t, CudaOptions())
+    opts = options or cuda_options(spec, t)
     if not reasons:
         reasons += opts.reasons(t)
     if reasons:
