@@ -1,0 +1,87 @@
+"""The C++ lowering without a GPU: eligibility reasons, spelling tables, constants, addressing, the CLI."""
+
+import struct
+
+import numpy as np
+import pytest
+
+from tqgen.build import preset_spec_for_target
+from tqgen.cli import main
+from tqgen.codebook import lloyd_max
+from tqgen.ir import LayoutSpec, SpecError, Target
+from tqgen.layout import derive_layout
+from tqgen.lower_cuda import (_lut_words, cuda_options, cuda_reasons, field_alignment, layout_params, make_variant,
+                              render_cuda)
+from tqgen.variants import Request
+
+
+def test_reasons_name_what_is_refused():
+    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
+    fields = {r.field for r in cuda_reasons(d96, Target.SM90)}
+    assert {"head_dim", "rotation"} <= fields
+    assert any(r.field == "kind" for r in cuda_reasons(LayoutSpec.from_preset("4bit_nc"), Target.GFX942, "portable"))
+    with pytest.raises(SpecError, match="head_dim"):
+        make_variant(d96, "sm90")
+    v = make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), "sm90")
+    too_wide = Request(spec=v.spec, num_q_heads=64, num_kv_heads=2)
+    assert any("at most 16" in str(r) for r in v.rules.reasons(too_wide))
+
+
+def test_platform_spellings_are_the_only_difference():
+    spec = LayoutSpec.from_preset("4bit_nc", layout="soa")
+    cu = render_cuda(make_variant(spec, "sm90"))
+    hip = render_cuda(make_variant(spec, "gfx942"))
+    portable = render_cuda(make_variant(spec, "sm90", "portable"))
+    assert "mma.sync.aligned.m16n8k16" in cu and "#include <cuda_fp16.h>" in cu
+    assert "asm(" not in hip and "__shfl_xor_sync" not in hip and "#include <hip/hip_runtime.h>" in hip
+    assert "__shfl_xor((v), (m), 32)" in hip
+    assert "mma.sync" not in portable and "tq_prmt((x), (y), (s))" in portable  # the HIP fragment path, as CUDA
+    assert render_cuda(make_variant(spec, "sm90")) == cu  # deterministic
+
+
+def test_codebook_tables_hold_the_centroids():
+    cb = lloyd_max(128, 4)
+    for bf16, words in ((False, _lut_words(cb.centroids, False)), (True, _lut_words(cb.centroids, True))):
+        lo = b"".join(int(w, 16).to_bytes(4, "little") for w in words["lo"])
+        hi = b"".join(int(w, 16).to_bytes(4, "little") for w in words["hi"])
+        bits = [lo[i] | (hi[i] << 8) for i in range(16)]
+        if bf16:
+            vals = [struct.unpack("<f", struct.pack("<I", b << 16))[0] for b in bits]
+            tol = 2**-8
+        else:
+            vals = np.array(bits, dtype=np.uint16).view(np.float16).astype(np.float32).tolist()
+            tol = 2**-11
+        assert np.allclose(vals, cb.centroids, rtol=tol, atol=0)
+
+
+def test_layout_params_come_from_derive_layout():
+    spec = LayoutSpec.from_preset("3bit_nc", layout="soa")
+    page = derive_layout(spec).page(8)
+    p = layout_params(spec, 8)
+    assert p[0] == page.block_bytes
+    for i, name in enumerate(("k_data", "k_norm", "v_data", "v_scale", "v_zero")):
+        fa = page[name]
+        assert p[1 + 3 * i: 4 + 3 * i] == (fa.offset, fa.token_stride, fa.head_stride)
+    # AoS 3bit_nc slots are 102 bytes: only 2-byte aligned, and the kernels are told so
+    assert field_alignment(LayoutSpec.from_preset("3bit_nc", layout="aos"), "v_data") == 2
+
+
+def test_options_are_data_with_measured_overrides():
+    fp8 = cuda_options(preset_spec_for_target("k8v4", Target.SM90, layout="soa"), Target.SM90)
+    k4 = cuda_options(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), Target.SM90)
+    k3 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), Target.SM90)
+    assert fp8.stages == 0 and k4.stages == 4 and k3.decode_min_blocks == 4 and k4.decode_min_blocks == 6
+    a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")
+    b = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90", options=k3)
+    assert a.id != b.id and "TQ_STAGES 4" in render_cuda(a)
+
+
+def test_build_cli_backends(tmp_path, capsys):
+    assert main(["build", "--backend", "cuda", "--preset", "4bit_nc", "--layout", "soa", "--target", "sm90",
+                 "--out", str(tmp_path)]) == 0
+    assert list(tmp_path.glob("sm90/cuda/*/kernel.cu"))
+    assert main(["build", "--backend", "hip", "--preset", "4bit_nc", "--layout", "soa", "--target", "gfx950",
+                 "--out", str(tmp_path)]) == 0
+    assert list(tmp_path.glob("gfx950/hip/*/kernel.hip"))
+    assert main(["build", "--backend", "hip", "--preset", "4bit_nc", "--target", "sm90", "--out", str(tmp_path)]) == 1
+    assert "sm90 compiles cuda C++" in capsys.readouterr().out
