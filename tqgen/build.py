@@ -58,31 +58,29 @@ def preset_spec_for_target(preset: str, target: Target, **kw) -> LayoutSpec:
     return LayoutSpec.from_preset(preset, **kw, **over)
 
 
+def _matrix(targets, reasons_of, make, backend_of, variants: list[Variant], dropped: list[dict]) -> None:
+    """Every preset × layout (D128, b16) on ``targets``: a variant, or a dropped entry with its reasons."""
+    for target in targets:
+        for preset in PRESETS:
+            for layout in (Layout.AOS, Layout.SOA):
+                spec = preset_spec_for_target(preset, target, layout=layout)
+                reasons = reasons_of(spec, target)
+                if reasons:
+                    dropped.append({"target": str(target), "backend": backend_of(target), "spec": spec.token,
+                                    "reasons": [str(r) for r in reasons]})
+                else:
+                    variants.append(make(spec, target))
+
+
 def default_matrix() -> tuple[list[Variant], list[dict]]:
-    """4 presets × 2 layouts × D128 × b16 × 7 targets (triton), plus the gfx950 MFMA special."""
-    variants, dropped = [], []
-    for target in DEFAULT_TARGETS:
-        for preset in PRESETS:
-            for layout in (Layout.AOS, Layout.SOA):
-                spec = preset_spec_for_target(preset, target, layout=layout)
-                reasons = triton_reasons(spec, target)
-                if reasons:
-                    dropped.append({"target": str(target), "backend": "triton", "spec": spec.token,
-                                    "reasons": [str(r) for r in reasons]})
-                    continue
-                variants.append(make_variant(spec, target))
-    variants.append(make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), Target.GFX950, "gfx950_mfma"))
+    """4 presets × 2 layouts × D128 × b16: Triton on 7 targets plus the gfx950 MFMA special, C++ on
+    CPP_TARGETS (cuda for NVIDIA, hip for AMD)."""
     from .lower_cuda import backend_for, cuda_reasons, make_variant as make_cpp_variant
-    for target in CPP_TARGETS:
-        for preset in PRESETS:
-            for layout in (Layout.AOS, Layout.SOA):
-                spec = preset_spec_for_target(preset, target, layout=layout)
-                reasons = cuda_reasons(spec, target)
-                if reasons:
-                    dropped.append({"target": str(target), "backend": str(backend_for(target)), "spec": spec.token,
-                                    "reasons": [str(r) for r in reasons]})
-                    continue
-                variants.append(make_cpp_variant(spec, target))
+    variants: list[Variant] = []
+    dropped: list[dict] = []
+    _matrix(DEFAULT_TARGETS, triton_reasons, make_variant, lambda t: "triton", variants, dropped)
+    variants.append(make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), Target.GFX950, "gfx950_mfma"))
+    _matrix(CPP_TARGETS, cuda_reasons, make_cpp_variant, lambda t: str(backend_for(t)), variants, dropped)
     return variants, dropped
 
 

@@ -273,11 +273,7 @@ class CudaKernels:
                 max_len: int | None = None, dtype: torch.dtype = torch.bfloat16, *, check: bool = True,
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         s = self.spec
-        if check:
-            ref.check_cache(s, cache)
-            ref._check_tables(s, cache, block_table, seq_lens)
-        if max_len is None:
-            max_len = int(seq_lens.max()) if seq_lens.numel() else 0
+        max_len = ref.dequant_len(s, cache, block_table, seq_lens, max_len, check)
         b, hk = block_table.shape[0], cache.shape[2]
         k = torch.empty(b, hk, max_len, s.head_dim, dtype=dtype, device=cache.device)
         v = torch.empty_like(k)

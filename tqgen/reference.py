@@ -334,6 +334,17 @@ def dequant(spec: LayoutSpec, cache: torch.Tensor, block_table: torch.Tensor, se
     return K, V
 
 
+def dequant_len(spec: LayoutSpec, cache, block_table, seq_lens, max_len: int | None, check: bool) -> int:
+    """The dequant checks shared by the kernel launchers; returns max_len (the longest sequence when not
+    given — a host sync: pass max_len to avoid it)."""
+    if check:
+        check_cache(spec, cache)
+        _check_tables(spec, cache, block_table, seq_lens)
+    if max_len is None:
+        max_len = int(seq_lens.max()) if seq_lens.numel() else 0
+    return max_len
+
+
 def check_decode_args(spec: LayoutSpec, query, cache, block_table, seq_lens, sinks=None, sliding_window=None,
                       query_dtypes=(torch.float16, torch.bfloat16, torch.float32)) -> None:
     """Every decode input check, shared by the oracle and the kernel launchers."""

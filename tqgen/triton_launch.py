@@ -195,11 +195,7 @@ class TritonKernels:
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """Cache → K (original domain), V as ``dtype`` [B, Hk, max_len, D]; zeros past seq_len."""
         s = self.spec
-        if check:
-            ref.check_cache(s, cache)
-            ref._check_tables(s, cache, block_table, seq_lens)
-        if max_len is None:
-            max_len = int(seq_lens.max()) if seq_lens.numel() else 0  # host sync; pass max_len to avoid it
+        max_len = ref.dequant_len(s, cache, block_table, seq_lens, max_len, check)
         b, hk = block_table.shape[0], cache.shape[2]
         k = torch.empty(b, hk, max_len, s.head_dim, dtype=dtype, device=cache.device)
         v = torch.empty_like(k)
