@@ -135,7 +135,7 @@ def check_target(target: Target, variants: list[Variant] | None = None) -> list[
     from .triton_launch import import_kernel_module
 
     if variants is None:
-        variants = [v for v in default_matrix()[0] if v.target is target]
+        variants = [v for v in default_matrix()[0] if v.target is target and str(v.backend) == "triton"]
     reports = []
     with tempfile.TemporaryDirectory() as d:
         for v in variants:
