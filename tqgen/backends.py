@@ -7,7 +7,11 @@ from .lower_triton import triton_reasons
 
 
 def backend_reasons(spec: LayoutSpec, target: Target) -> dict[str, list[Reason]]:
+    from .lower_cuda import backend_for, cuda_reasons
+
     out: dict[str, list[Reason]] = {}
+    if target is not Target.CPU:
+        out[str(backend_for(target))] = cuda_reasons(spec, target)
     if target is Target.GFX950:
         out["triton:gfx950_mfma"] = triton_reasons(spec, target, "gfx950_mfma")
     if target is not Target.CPU:
