@@ -2,15 +2,23 @@
 
     from tqgen_runtime.hf import TurboQuantCache
     cache = TurboQuantCache(model, preset="4bit_nc", layout="soa")   # also routes attention through tqgen
-    out = model.generate(**inputs, past_key_values=cache, max_new_tokens=64)
+    out = model.generate(**inputs, past_key_values=cache, max_new_tokens=64)   # transformers >= 5.2x: cache=cache
 
 Each attention layer owns a paged tqgen cache (``tqgen_runtime.load`` on the model's device: the
 Triton kernels on a GPU, the reference or the interpreter on the CPU). ``update`` stores the new
 post-RoPE K/V through ``kv.store``; the registered attention function then attends through the
-runtime: the first chunk of a sequence on its raw K/V, later chunks and every generated token through
-``kv.prefill(..., stored=True)`` — the decode kernel for a few tokens, dequant + SDPA for long chunks.
+runtime: the first chunk of a sequence on its raw K/V (cast to bf16, the kernels' dtype), later chunks
+and every generated token through ``kv.prefill(..., stored=True)`` — the decode kernel for a few
+tokens, dequant + SDPA for long chunks — so each token attends the stored (quantised) K/V of every
+token before it and of itself. That is the function ``tqgen eval`` computes: teacher-forced through
+this cache, the logits equal the eval path's with the same chunking (tests/test_hf.py).
 Boundary layers (``boundary_skip_layers`` of the model config) keep a plain bf16/fp32 cache.
 One sequence per cache (batch size 1).
+
+The registered attention acts only on a layer whose K/V a ``TurboQuantCache`` has just taken in
+(``update`` hands the layer over, the attention consumes it); any other call — the model run later
+with its default ``DynamicCache``, or with ``use_cache=False`` — is plain SDPA with the usual masks,
+so constructing a ``TurboQuantCache`` never changes what the model computes without one.
 """
 
 from __future__ import annotations
@@ -20,13 +28,17 @@ import math
 import torch
 from transformers import AttentionInterface
 from transformers.cache_utils import Cache, CacheLayerMixin
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
 from .api import _attention as attend
 from .api import load
 from .engine import boundary_skip_layers, from_hf_config
 
 ATTN_NAME = "tqgen_cache"
-_ACTIVE: dict[int, "TurboQuantCache"] = {}  # id(model config) -> the cache in use
+# id(model config) -> the layer whose new K/V a TurboQuantCache just stored and whose attention is next.
+# Consumed by that attention call; a call with nothing pending is not ours (another cache, or none).
+_PENDING: dict[int, "TurboQuantLayer"] = {}
 
 
 class TurboQuantLayer(CacheLayerMixin):
@@ -73,7 +85,7 @@ class TurboQuantLayer(CacheLayerMixin):
             self.lazy_initialization(key_states, value_states)
         t = key_states.shape[2]
         self.new_tokens = t
-        _ACTIVE[self.owner.key] = self.owner
+        _PENDING[self.owner.key] = self
         if not self.quantize:
             self.keys = torch.cat([self.keys, key_states], dim=2)
             self.values = torch.cat([self.values, value_states], dim=2)
@@ -125,25 +137,29 @@ class TurboQuantCache(Cache):
         self.key = id(config)
         super().__init__(layers=[TurboQuantLayer(self, i, i not in self.skip) for i in range(n)])
         AttentionInterface.register(ATTN_NAME, tqgen_attention)
+        # masks as for SDPA: used by the fallback path (calls without a TurboQuantCache); ours ignores them
+        ALL_MASK_ATTENTION_FUNCTIONS.register(ATTN_NAME, sdpa_mask)
         model.set_attn_implementation(ATTN_NAME)
 
 
 def tqgen_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
-    """Attention for layers of a TurboQuantCache (registered as ``tqgen_cache``)."""
-    cache = _ACTIVE.get(id(module.config))
-    if cache is None:
-        raise RuntimeError("the tqgen_cache attention needs a TurboQuantCache: "
-                           "model.generate(..., past_key_values=TurboQuantCache(model, ...))")
-    layer = cache.layers[module.layer_idx]
+    """Attention for layers of a TurboQuantCache (registered as ``tqgen_cache``); plain SDPA otherwise."""
+    layer = _PENDING.pop(id(module.config), None)
+    if layer is None or layer.layer_idx != module.layer_idx or layer.new_tokens != query.shape[2]:
+        # not a TurboQuantCache forward (e.g. the model run again with its own DynamicCache): earlier
+        # versions attended a stale cache here and generated garbage
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)
     q = query[0].transpose(0, 1).contiguous()  # [T, Hq, D]
     t = q.shape[0]
     offset = layer.length - t
     if not layer.quantize:
         k, v = key[0].transpose(0, 1), value[0].transpose(0, 1)
         return attend(q, k, v, offset, scaling, None, None)[None], None
-    if offset == 0:  # first chunk: raw K/V, as the runtime's prefill does
+    if offset == 0:  # first chunk: raw K/V in the kernels' dtype, as the runtime's prefill does
         k, v = key[0].transpose(0, 1), value[0].transpose(0, 1)
-        return attend(q, k, v, 0, scaling, None, None)[None], None
+        bf = torch.bfloat16
+        return attend(q.to(bf), k.to(bf), v.to(bf), 0, scaling, None, None).to(query.dtype)[None], None
     kv = layer.kv
     dev = q.device
     out = kv.prefill(q.to(torch.bfloat16), None, None, layer.paged, None, layer.block_table(),

