@@ -79,7 +79,7 @@ def main() -> int:
     a = ap.parse_args()
     torch.manual_seed(0)
     target = Target.parse(a.target, "target")
-    variants = [v for v in default_matrix()[0] if v.target is target and v.kind == "generic"]
+    variants = [v for v in default_matrix()[0] if v.target is target and v.kind == "generic" and str(v.backend) == "triton"]
     dev = torch.cuda.get_device_name()
     ceiling = copy_ceiling()
     hq, hk, d, dt = 32, 8, 128, torch.bfloat16

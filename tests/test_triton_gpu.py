@@ -17,7 +17,7 @@ from tqgen.triton_launch import load_variant
 
 pytestmark = pytest.mark.gpu
 
-NVIDIA = [v for v in default_matrix()[0] if v.target.info.vendor is Vendor.NVIDIA]
+NVIDIA = [v for v in default_matrix()[0] if v.target.info.vendor is Vendor.NVIDIA and str(v.backend) == "triton"]
 # (seq_lens, num_kv_heads, gqa, dtype): a long mixed batch, a wide batch, a GQA-1 fp16 batch
 SHAPES = [
     ([32768, 1, 0, 4099, 16, 1000, 8191, 17], 8, 4, torch.bfloat16),
