@@ -23,9 +23,8 @@ from typing import Iterable
 
 from . import __version__
 from .cli import add_spec_args, command, spec_from_args
-from .ir import NATIVE_FP8, PRESETS, Layout, LayoutSpec, SpecError, Target
+from .ir import NATIVE_FP8, PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, Target
 from .layout import derive_layout
-from .ir import Backend
 from .lower_triton import make_variant, render_triton, triton_reasons
 from .variants import Variant
 
@@ -43,6 +42,32 @@ LAYOUT_EXAMPLE_HEADS = 8
 def default_root() -> Path:
     env = os.environ.get("TQGEN_GENERATED")
     return Path(env) if env else REPO_GENERATED
+
+
+def user_cache() -> Path:
+    """The on-demand cache (``$TQGEN_CACHE_DIR``, default ``~/.cache/tqgen``): sources under generated/,
+    compiled C++ binaries under <backend>/."""
+    return Path(os.environ.get("TQGEN_CACHE_DIR", Path.home() / ".cache" / "tqgen"))
+
+
+def source_name(v: Variant) -> str:
+    """The kernel source file of a variant: kernel.py (Triton), kernel.cu / kernel.hip (C++)."""
+    if v.backend is Backend.TRITON:
+        return "kernel.py"
+    from .lower_cuda import source_name as cpp_source_name
+    return cpp_source_name(v)
+
+
+def variant_dir(v: Variant, roots: list[Path] | None = None) -> Path:
+    """generated/ first (the pre-filled cache), else the on-demand cache (written now if missing)."""
+    for root in (roots or [default_root()]):
+        d = Path(root) / v.relpath
+        if (d / source_name(v)).exists():
+            return d
+    d, changed = write_variant(v, user_cache() / "generated")
+    if changed:
+        log.info("built %s on demand in %s", v.id, d)
+    return d
 
 
 def _dumps(obj) -> str:
@@ -86,18 +111,16 @@ def default_matrix() -> tuple[list[Variant], list[dict]]:
 
 def make_any(spec: LayoutSpec, target: Target, backend: str, kind: str = "generic") -> Variant:
     """A variant of any backend: triton, cuda (NVIDIA targets) or hip (AMD targets)."""
+    from .lower_cuda import backend_for, make_variant as make_cpp_variant
     b = Backend.parse(backend, "backend")
     if b is Backend.TRITON:
         return make_variant(spec, target, kind)
-    if b in (Backend.CUDA, Backend.HIP):
-        from .lower_cuda import backend_for, make_variant as make_cpp_variant
-        if backend_for(target) is not b:
-            from .ir import Reason
-            raise SpecError([Reason("backend", str(b), [str(backend_for(target)), "triton"],
-                                    f"{target} compiles {backend_for(target)} C++")])
-        return make_cpp_variant(spec, target, kind)
-    from .ir import Reason
-    raise SpecError([Reason("backend", str(b), ["triton", "cuda", "hip"], "the reference backend is not generated")])
+    if b not in (Backend.CUDA, Backend.HIP):
+        raise SpecError([Reason("backend", str(b), ["triton", "cuda", "hip"], "the reference backend is not generated")])
+    if backend_for(target) is not b:
+        raise SpecError([Reason("backend", str(b), [str(backend_for(target)), "triton"],
+                                f"{target} compiles {backend_for(target)} C++")])
+    return make_cpp_variant(spec, target, kind)
 
 
 def render_files(v: Variant) -> dict[str, str]:

@@ -6,8 +6,8 @@ load it through the driver API (ctypes), launch on torch's current stream.
     out = kern.decode(query, cache, block_table, seq_lens)
     k, v = kern.dequant(cache, block_table, seq_lens, max_len)
 
-Compiled binaries live in ``$TQGEN_CACHE_DIR/cuda/<variant id>/<arch>.cubin`` (default
-``~/.cache/tqgen``): the variant id hashes everything that shapes the source, so a cached binary
+Sources come from generated/ or are written into the on-demand cache (tqgen.build.variant_dir);
+compiled binaries live in ``$TQGEN_CACHE_DIR/cuda/<variant id>/<arch>.cubin`` (default ``~/.cache/tqgen``): the variant id hashes everything that shapes the source, so a cached binary
 is never stale. No torch extension is built: the kernels take raw pointers, and the launch is a
 ``cuLaunchKernel`` on ``torch.cuda.current_stream()`` (capturable in a CUDA graph).
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import math
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,15 +25,12 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import kernel_names, layout_params, make_variant, render_cuda, source_name
+from .lower_cuda import KERNEL_NAMES, layout_params, make_variant
+from .build import source_name, user_cache, variant_dir
 from .variants import Variant
 
 log = logging.getLogger("tqgen.cuda")
 LOG2E = 1.4426950408889634
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("TQGEN_CACHE_DIR", Path.home() / ".cache" / "tqgen"))
 
 
 class TqLayout(ctypes.Structure):
@@ -129,25 +125,14 @@ def device_arch(device: torch.device) -> str:
     return f"sm{major}{minor}"
 
 
-def source_path(v: Variant) -> Path:
-    """generated/ when the variant is checked in, else rendered into the cache."""
-    from .build import default_root, write_if_different
-    p = default_root() / v.relpath / source_name(v)
-    if p.exists():
-        return p
-    p = cache_root() / "src" / v.relpath / source_name(v)
-    write_if_different(p, render_cuda(v))
-    return p
-
-
 def build_binary(v: Variant, arch: str) -> Path:
     """Compile the variant for ``arch`` once (cached by variant id + arch); returns the binary path."""
     from .compile_cpp import compile_cuda, compile_hip
-    out_dir = cache_root() / str(v.backend) / v.id
+    out_dir = user_cache() / str(v.backend) / v.id
     out = out_dir / f"{arch}.{'cubin' if v.backend.value == 'cuda' else 'hsaco'}"
     if out.exists():
         return out
-    src = source_path(v)
+    src = variant_dir(v) / source_name(v)
     out_dir.mkdir(parents=True, exist_ok=True)
     res = compile_cuda(src, arch, out_dir) if v.backend.value == "cuda" else compile_hip(src, arch, out_dir)
     if not res.ok or res.output is None:
@@ -187,7 +172,7 @@ class CudaKernels:
             return self.functions["tq_dequant_f32"]
         if dtype not in (torch.bfloat16, torch.float16):
             raise ValueError(f"{kernel}: dtype {dtype} not supported: float16 or bfloat16")
-        return self.functions[kernel_names()[kernel][0 if dtype == torch.bfloat16 else 1]]
+        return self.functions[KERNEL_NAMES[kernel][0 if dtype == torch.bfloat16 else 1]]
 
     @staticmethod
     def _stream(device: torch.device) -> int:
@@ -313,7 +298,7 @@ def load_variant(v: Variant, device: torch.device | str | int | None = None) -> 
             torch.cuda.current_stream(dev)  # makes torch's (primary) context current on this thread
             torch.empty(1, device=dev)
             mod = drv.load_module(image)
-            fns = {name: drv.function(mod, name) for pair in kernel_names().values() for name in pair}
+            fns = {name: drv.function(mod, name) for pair in KERNEL_NAMES.values() for name in pair}
         _LOADED[key] = CudaKernels(v, drv, fns)
     return _LOADED[key]
 

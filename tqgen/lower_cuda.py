@@ -405,8 +405,8 @@ def layout_params(spec: LayoutSpec, num_kv_heads: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def kernel_names() -> dict[str, tuple[str, str]]:
-    """Entry points per kernel: (bf16 name, fp16 name); dequant also writes fp32."""
-    out = {k: (f"tq_{k}_bf16", f"tq_{k}_f16") for k in ("store", "decode_split", "decode_merge", "dequant")}
-    out["dequant_f32"] = ("tq_dequant_f32", "tq_dequant_f32")
-    return out
+#: entry points per kernel: (bf16 name, fp16 name); dequant also writes fp32
+KERNEL_NAMES: dict[str, tuple[str, str]] = {
+    **{k: (f"tq_{k}_bf16", f"tq_{k}_f16") for k in ("store", "decode_split", "decode_merge", "dequant")},
+    "dequant_f32": ("tq_dequant_f32", "tq_dequant_f32"),
+}

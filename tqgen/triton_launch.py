@@ -26,6 +26,7 @@ from . import reference as ref
 from .codebook import lloyd_max
 from .ir import LayoutSpec, Rotation, Target
 from .lower_triton import gqa_rows, layout_constexprs, make_variant
+from .build import variant_dir
 from .variants import Variant
 
 log = logging.getLogger("tqgen.triton")
@@ -34,23 +35,6 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     from .interpreter_fixes import apply as _apply_interpreter_fixes
     _apply_interpreter_fixes()
 LOG2E = 1.4426950408889634
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("TQGEN_CACHE_DIR", Path.home() / ".cache" / "tqgen")) / "generated"
-
-
-def variant_dir(v: Variant, roots: list[Path] | None = None) -> Path:
-    """generated/ first (the pre-filled cache), else the on-demand cache (built now if missing)."""
-    from .build import default_root, write_variant
-    for root in (roots or [default_root()]):
-        d = Path(root) / v.relpath
-        if (d / "kernel.py").exists():
-            return d
-    d, changed = write_variant(v, cache_root())
-    if changed:
-        log.info("built %s on demand in %s", v.id, d)
-    return d
 
 
 def import_kernel_module(path: Path):
