@@ -73,12 +73,12 @@ def option_sweep(dev, ceil) -> None:
     print("\n## decode option sweep (B=32, L=32K; best split count per option)\n")
     print("| preset | layout | decode_warps | min_blocks | stages | q_in_smem | µs | % ceiling | splits |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for preset, layout in (("4bit_nc", "soa"), ("k8v4", "soa"), ("4bit_nc", "aos")):
+    for preset, layout in (("4bit_nc", "soa"), ("k8v4", "soa"), ("k3v4_nc", "soa"), ("4bit_nc", "aos")):
         spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
         base = load_cuda(spec, "sm90")
         cache, bt, sl = paged(spec, b, L, hk, dev, base)
         nbytes = b * L * hk * derive_layout(spec).slot_bytes
-        for w, mb, st, qsm in [(2, 2, 4, False), (2, 6, 4, True), (2, 8, 4, True), (2, 6, 0, True), (4, 3, 3, True)]:
+        for w, mb, st, qsm in [(2, 6, 4, True), (2, 8, 3, True), (2, 8, 3, False), (2, 8, 0, True), (4, 4, 3, True), (2, 7, 3, True)]:
             if True:
                 opts = dataclasses.replace(CUDA_OPTIONS[Target.SM90], decode_warps=w, decode_min_blocks=mb, stages=st,
                                            q_in_smem=qsm)

@@ -25,6 +25,7 @@ SHAPES = [
      torch.bfloat16),
     ([513, 4096, 77], 4, 1, torch.float16),
     ([3000, 40], 3, 3, torch.bfloat16),
+    ([2500, 700], 2, 12, torch.float16),  # two query octets per KV head, the second one partial
 ]
 
 

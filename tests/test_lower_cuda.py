@@ -70,10 +70,10 @@ def test_options_are_data_with_measured_overrides():
     fp8 = cuda_options(preset_spec_for_target("k8v4", Target.SM90, layout="soa"), Target.SM90)
     k4 = cuda_options(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), Target.SM90)
     k3 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), Target.SM90)
-    assert fp8.stages == 0 and k4.stages == 4 and k3.decode_min_blocks == 4 and k4.decode_min_blocks == 6
+    assert fp8.stages == 0 and k4.stages == 3 and k3.decode_min_blocks == 5 and k4.decode_min_blocks == 8
     a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")
     b = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90", options=k3)
-    assert a.id != b.id and "TQ_STAGES 4" in render_cuda(a)
+    assert a.id != b.id and "TQ_STAGES 3" in render_cuda(a)
 
 
 def test_build_cli_backends(tmp_path, capsys):

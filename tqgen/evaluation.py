@@ -103,15 +103,16 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
         # like the tqgen path: the first chunk attends raw K/V, later chunks the stored (quantised) cache
         K, V = (k, v) if hist is None else (torch.cat([hist[0], sk]), torch.cat([hist[1], sv]))
         ctx.raw[layer] = (sk, sv) if hist is None else (K, V)
-        return attend(q, K, V, ctx.offset, scaling, None, None)[None], None
+        return attend(q, K, V, ctx.offset, scaling, None, None).to(query.dtype)[None], None
     kv, cache = ctx.kvs[layer]
     n_total = ctx.offset + t
-    bt = torch.arange(cache.shape[0], dtype=torch.int32)[None]
+    dev = q.device
+    bt = torch.arange(cache.shape[0], dtype=torch.int32, device=dev)[None]
     out = kv.prefill(q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16), cache,
-                     torch.arange(ctx.offset, n_total, dtype=torch.int32), bt,
-                     torch.tensor([n_total], dtype=torch.int32), torch.tensor([0, t], dtype=torch.int32),
-                     scale=scaling)
-    return out.float()[None], None
+                     torch.arange(ctx.offset, n_total, dtype=torch.int32, device=dev), bt,
+                     torch.tensor([n_total], dtype=torch.int32, device=dev),
+                     torch.tensor([0, t], dtype=torch.int32, device=dev), scale=scaling)
+    return out.to(query.dtype)[None], None
 
 
 def perplexity(model, ids, mode: KVMode, chunk: int, capture: list | None = None, step: int | None = None,
@@ -121,7 +122,8 @@ def perplexity(model, ids, mode: KVMode, chunk: int, capture: list | None = None
     The first ``chunk`` tokens attend their raw K/V; the rest go in chunks of ``step`` (default
     ``chunk``) tokens that attend the stored (quantised) cache, their own tokens included — so any
     ``step`` computes the same function (``step=1`` is token-by-token decoding, like generation).
-    ``logits_out`` collects each chunk's logits; ``progress``: a progress bar (stderr) with that title."""
+    ``logits_out`` collects each chunk's logits; ``progress``: a progress bar (stderr) with that title.
+    Runs on the model's device (the tqgen caches too: the Triton/C++ kernels on a GPU)."""
     global _CTX
     import torch
     import torch.nn.functional as F
@@ -133,8 +135,10 @@ def perplexity(model, ids, mode: KVMode, chunk: int, capture: list | None = None
     if mode.skip_boundary:
         ctx.skip = set(tqr.boundary_skip_layers(n_layers))
     n = ids.shape[1]
+    dev = next(model.parameters()).device
+    ids = ids.to(dev)
     if mode.spec_kwargs is not None:
-        kv = tqr.load(**mode.spec_kwargs, head_dim=d, num_kv_heads=hk, num_q_heads=hq, device="cpu")
+        kv = tqr.load(**mode.spec_kwargs, head_dim=d, num_kv_heads=hk, num_q_heads=hq, device=dev)
         nblk = math.ceil(n / kv.spec.block_size)
         for layer in range(n_layers):
             ctx.kvs[layer] = (kv, kv.allocate(nblk))
@@ -152,7 +156,7 @@ def perplexity(model, ids, mode: KVMode, chunk: int, capture: list | None = None
                     pass
             for s, e in spans:
                 ctx.offset = s
-                logits = model(ids[:, s:e], position_ids=torch.arange(s, e)[None], use_cache=False).logits
+                logits = model(ids[:, s:e], position_ids=torch.arange(s, e, device=dev)[None], use_cache=False).logits
                 if logits_out is not None:
                     logits_out.append(logits[0])
                 tgt = ids[0, s + 1:e + 1]

@@ -31,7 +31,7 @@ from .variants import Rules, Variant
 
 CUDA_TEMPLATE = "gpu/kernels.cu.j2"
 KINDS = ("generic", "portable")  # portable: the HIP fragment path compiled for NVIDIA (runs the HIP semantics)
-MAX_GQA = 16  # one 16-row matrix tile per program holds the GQA group
+MAX_GQA = 16  # a warp holds 8 queries of the group on the matrix rows; a group of 9..16 takes two warps
 HEAD_DIMS = (64, 128)
 
 
@@ -70,6 +70,13 @@ PLATFORMS: dict[str, Platform] = {
 #define TQ_SHFL(v, s) __shfl_sync(0xffffffffu, (v), (s))
 #define TQ_PRMT(x, y, s) __byte_perm((x), (y), (s))
 #define TQ_ANY(p) __any_sync(0xffffffffu, (p))
+#define TQ_OPAQUE(p) asm("" : "+l"(p))  // hides how a pointer was computed (no re-association)
+// a·b + c on fp16 pairs (raw bits)
+__device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
 // two floats -> bf16x2 (round to nearest even), low half first
 #define TQ_F2BF2(a, b) tq_cvt_bf16x2((a), (b))
 #define TQ_F2H2(a, b) tq_cvt_f16x2((a), (b))""",
@@ -93,6 +100,13 @@ __device__ __forceinline__ uint32_t tq_cvt_f16x2(float a, float b) {
 #define TQ_SHFL(v, s) __shfl((v), (s), 32)
 #define TQ_PRMT(x, y, s) tq_prmt((x), (y), (s))
 #define TQ_ANY(p) __any((p))
+#define TQ_OPAQUE(p) ((void)0)  // (only the CUDA cp.async pipeline uses it)
+typedef _Float16 tq_h2 __attribute__((ext_vector_type(2)));
+// a·b + c on fp16 pairs (raw bits)
+__device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c) {
+  return __builtin_bit_cast(uint32_t, __builtin_elementwise_fma(__builtin_bit_cast(tq_h2, a), __builtin_bit_cast(tq_h2, b),
+                                                                __builtin_bit_cast(tq_h2, c)));
+}
 #define TQ_F2BF2(a, b) tq_pack2(tq_f2bf(a), tq_f2bf(b))
 #define TQ_F2H2(a, b) tq_pack2(TQ_F2H(a), TQ_F2H(b))""",
         byte_perm_def=_PORTABLE_PRMT, mma_impl="shfl"),
@@ -118,7 +132,9 @@ template <bool BF16> __device__ __forceinline__ float tq_dot2(uint32_t x, uint32
 template <bool BF16>
 __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int lane) {
   const int g = lane >> 2, r = lane & 3;
-#pragma unroll
+  // a rolled loop: unrolled, the compiler hoists every loop-invariant query shuffle and conversion
+  // out of the tile loop and spills (gfx942: 512 VGPRs + 111 spilled vs 144 rolled)
+#pragma unroll 1
   for (int rr = 0; rr < 4; ++rr) {
     const uint32_t a0 = TQ_SHFL(a[0], g * 4 + rr), a1 = TQ_SHFL(a[1], g * 4 + rr);
     const uint32_t a2 = TQ_SHFL(a[2], g * 4 + rr), a3 = TQ_SHFL(a[3], g * 4 + rr);
@@ -138,11 +154,11 @@ class CudaOptions:
     """Launch/compile options of the C++ kernels for one target; validates itself."""
 
     decode_warps: int = 2  # logical warps per decode block; each warp is one split (H200 sweep: 2 best)
-    decode_min_blocks: int = 6  # __launch_bounds__ minimum resident blocks: 168 registers, 12 warps per SM
+    decode_min_blocks: int = 8  # __launch_bounds__ minimum resident blocks: 128 registers, 16 warps per SM
     row_warps: int = 4  # store / dequant: one logical warp per (token, head) row
     tile: int = 16  # decode tokens per step (two 8-token matrix n-tiles)
     q_in_smem: bool = True  # decode A fragments (rotated queries) read from shared memory: 32 registers freed
-    stages: int = 4  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
+    stages: int = 3  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -162,8 +178,9 @@ class CudaOptions:
         return dataclasses.asdict(self)
 
 
-# H200 option sweep (bench/results/h200-2026-11-30-cuda-run6.md, B=32 L=32K): q_in_smem + 6 blocks beat
-# 2 blocks by 8-17 %; the cp.async pipeline helps 4-bit SoA (825 vs 877 us) but not fp8 keys (1352 vs 1207)
+# H200 option sweep (bench/results/h200-2026-12-01-cuda-sweep.md, B=32 L=32K, one warp per query
+# octet): 16 warps per SM (128 registers) with a 3-stage cp.async pipeline beat 12 warps with 4
+# stages (4bit_nc SoA 618 vs 626 us, k3v4_nc 660 vs 715); fp8 keys prefer register prefetch.
 CUDA_OPTIONS: dict[Target, CudaOptions] = {
     Target.SM80: CudaOptions(), Target.SM86: CudaOptions(), Target.SM89: CudaOptions(), Target.SM90: CudaOptions(),
     Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4),  # 2 logical warps per wave64
@@ -171,13 +188,21 @@ CUDA_OPTIONS: dict[Target, CudaOptions] = {
     Target.GFX950: CudaOptions(decode_warps=4, row_warps=4),
 }
 
+_NV = (Target.SM80, Target.SM86, Target.SM89, Target.SM90)
 CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
     OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"),), (("stages", 0),),
-                   "fp8 keys: register prefetch 1207 us vs cp.async 1352 us (B=32, L=32K, SoA)"),
+                   "fp8 keys: register prefetch 663 us vs cp.async 728 us (B=32, L=32K, SoA)"),
 ) + tuple(
-    OptionOverride(t, (("key_codec", "lloyd_max"), ("key_bits", 3)), (("decode_min_blocks", 4),),
-                   "3-bit keys spill 12-32 bytes at 168 registers (6 blocks); 4 blocks leave 208, spill-free")
-    for t in (Target.SM80, Target.SM86, Target.SM89, Target.SM90))
+    OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 6),),
+                   "AoS (register prefetch, 2-byte metadata loads): 7-8 blocks spill 8 bytes at 128 registers; 6 "
+                   "leave 163 (H200: 2x8 924 us, 2x7 921 us, 4x4 913 us; within noise)")
+    for t in _NV) + tuple(
+    OptionOverride(t, (("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)), (("decode_min_blocks", 7),),
+                   "3-bit keys and values need 142-144 registers (SoA); 7 blocks leave 146")
+    for t in _NV) + tuple(
+    OptionOverride(t, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 3)), (("decode_min_blocks", 5),),
+                   "3-bit keys in AoS need 174-177 registers; 5 blocks leave 204")
+    for t in _NV)
 
 
 def cuda_options(spec: LayoutSpec, target: Target) -> CudaOptions:
@@ -335,7 +360,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
     else:
         cb = lloyd_max(spec.head_dim, spec.key_bits)
         ctx.update(centroids=[_f32(c) for c in cb.centroids], midpoints=[_f32(m) for m in cb.midpoints],
-                   lut={"bf16": _lut_words(cb.centroids, True), "f16": _lut_words(cb.centroids, False)})
+                   lut=_lut_words(cb.centroids, False))
     rht = spec.rotation is Rotation.RHT
     signs = []
     if rht:
@@ -351,7 +376,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
         inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec), meta_pairs=_meta_pairs(spec),
         async_copy=options.stages >= 2 and _async_copy(spec, platform),
-        options=options, max_m_tiles=1, platform=platform,
+        options=options, platform=platform,
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
