@@ -44,9 +44,69 @@ def test_generate_through_turboquant_cache(smollm2):
     k, v = layer.kv.dequant(layer.paged, layer.block_table(), torch.tensor([layer.length], dtype=torch.int32),
                             dtype=torch.float32)  # every stored token decodes from the packed pages
     assert k.shape[2] == layer.length and torch.isfinite(k).all() and bool((v.abs().sum(-1) > 0).all())
-    with pytest.raises(ValueError, match="one sequence"):
-        c2 = TurboQuantCache(model, preset="k8v4", backend="reference")
-        model.generate(input_ids=ids.input_ids.repeat(2, 1), max_new_tokens=2, **_cache_arg(model, c2))
+    with torch.no_grad(), pytest.raises(ValueError, match="holds a batch of 1 sequences; got a batch of 2"):
+        model(ids.input_ids.repeat(2, 1), use_cache=True, **_cache_arg(model, cache))  # the batch is fixed
+
+
+def test_batch_generation_equals_batch_1(smollm2):
+    """A left-padded batch of prompts of different lengths through one TurboQuantCache generates, per row,
+    what that prompt generates alone: pads are not stored (each row's real tokens fill its own pages from
+    slot 0) and every row gets the same kernel calls as batch 1.
+
+    Run in float64: there the batch and the batch-1 runs are the same arithmetic, so tokens must be
+    identical and the logits agree to 1e-6 (measured: bit for bit). In float32 they cannot be compared
+    this way: HF's own batched matmuls differ from batch 1 in summation order (plain SDPA model: logits
+    3e-5 apart), and the cache rounds K/V to bf16, then fp8 / 4-bit codes, so such a difference flips a
+    stored code now and then and the logits drift by 1e-2..1 (k8v4: one of 3 rows diverged after 6
+    tokens). float64 noise (~1e-14) is far below one bf16 step (2^-8 relative): no flips."""
+    from tqgen_runtime.hf import TurboQuantCache
+
+    model, tok = smollm2
+    prompts = ["def fibonacci(n):", "The three laws of thermodynamics state that",
+               "Once upon a time, in a small village by the sea,"]
+    n_new = 10
+    gk = dict(max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False, pad_token_id=tok.pad_token_id,
+              output_logits=True, return_dict_in_generate=True)
+    side = tok.padding_side
+    model.to(torch.float64)  # back to float32 below: exact (the weights are float32 values)
+    try:
+        single = []
+        for p in prompts:
+            enc = tok(p, return_tensors="pt")
+            cache = TurboQuantCache(model, preset="4bit_nc", layout="soa", backend="reference")
+            out = model.generate(**enc, **gk, **_cache_arg(model, cache))
+            single.append((out.sequences[0, enc.input_ids.shape[1]:], torch.stack(out.logits)[:, 0], cache))
+        tok.padding_side = "left"
+        enc = tok(prompts, return_tensors="pt", padding=True)
+        lens = enc.attention_mask.sum(1).tolist()
+        assert len(set(lens)) == 3 and not bool(enc.attention_mask.all())  # three lengths, padded
+        cache = TurboQuantCache(model, preset="4bit_nc", layout="soa", backend="reference")
+        out = model.generate(**enc, **gk, **_cache_arg(model, cache))
+        n0 = enc.input_ids.shape[1]
+        logits = torch.stack(out.logits)
+        for r, (tokens, lg, c1) in enumerate(single):
+            assert out.sequences[r, n0:].tolist() == tokens.tolist(), (r, tok.decode(tokens))
+            both = lg.isfinite()  # min_new_tokens puts -inf on EOS in both
+            assert torch.equal(both, logits[:, r].isfinite())
+            assert (logits[:, r][both] - lg[both]).abs().max() < 1e-6, r
+        layer = cache.layers[5]  # a quantised layer: per-row lengths, no pads stored
+        assert layer.quantize and layer.length == n0 + n_new - 1
+        assert layer.lengths == [n + n_new - 1 for n in lens]
+        for r, (_, _, c1) in enumerate(single):  # the row's pages hold what the batch-1 cache holds
+            l1 = c1.layers[5]
+            k1, v1 = l1.kv.dequant(l1.paged, l1.block_table(), l1.seq_lens(), dtype=torch.float32)
+            kb, vb = layer.kv.dequant(layer.paged, layer.block_table([r]), layer.seq_lens()[r:r + 1],
+                                      dtype=torch.float32)
+            assert torch.equal(k1, kb) and torch.equal(v1, vb), r
+        # right padding is refused, with what to do instead
+        tok.padding_side = "right"
+        enc = tok(prompts[:2], return_tensors="pt", padding=True)
+        with pytest.raises(ValueError, match=r"batch row 0 has pad tokens .*only left padding.*padding_side = 'left'"):
+            model.generate(**enc, max_new_tokens=2, pad_token_id=tok.pad_token_id,
+                           **_cache_arg(model, TurboQuantCache(model, preset="4bit_nc", backend="reference")))
+    finally:
+        tok.padding_side = side
+        model.to(torch.float32)
 
 
 def test_model_without_the_cache_is_unchanged(smollm2):
