@@ -25,7 +25,7 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import KERNEL_NAMES, layout_params, make_variant
+from .lower_cuda import KERNEL_NAMES, QUERIES_PER_WARP, layout_params, make_variant
 from .build import source_name, user_cache, variant_dir
 from .variants import Variant
 
@@ -244,7 +244,7 @@ class CudaKernels:
             return out
         stream = self._stream(cache.device)
         w = self.variant.options.decode_warps
-        self.driver.launch(self._fn("decode_split", q.dtype), (math.ceil(splits / w), hk * math.ceil(g / 8), b), 32 * w, [
+        self.driver.launch(self._fn("decode_split", q.dtype), (math.ceil(splits / w), hk * math.ceil(g / QUERIES_PER_WARP), b), 32 * w, [
             _ptr(q), _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(ws["acc"]),
             _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
             ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream)

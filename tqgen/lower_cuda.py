@@ -31,7 +31,8 @@ from .variants import Rules, Variant
 
 CUDA_TEMPLATE = "gpu/kernels.cu.j2"
 KINDS = ("generic", "portable")  # portable: the HIP fragment path compiled for NVIDIA (runs the HIP semantics)
-MAX_GQA = 16  # a warp holds 8 queries of the group on the matrix rows; a group of 9..16 takes two warps
+QUERIES_PER_WARP = 8  # the decode's query octet: rows 0..7 of the mma tile (the template's `8 * D` query block)
+MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
 HEAD_DIMS = (64, 128)
 
 
