@@ -149,6 +149,16 @@ def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
     return ctypes.c_void_p(t.data_ptr() if t is not None else 0)
 
 
+def _rows16(x: torch.Tensor) -> torch.Tensor:
+    """[N, H, D] with every row 16-byte aligned (the store reads 32 elements per lane in 16-byte
+    loads): unchanged when it already is, else a contiguous copy (torch allocations are aligned)."""
+    if (x.stride(2) == 1 and x.data_ptr() % 16 == 0 and (x.stride(0) * x.element_size()) % 16 == 0
+            and (x.stride(1) * x.element_size()) % 16 == 0):
+        return x
+    x = x.contiguous()
+    return x if x.data_ptr() % 16 == 0 else x.clone()
+
+
 @dataclass
 class CudaKernels:
     """One compiled variant on one device; the same call surface as TritonKernels."""
@@ -186,17 +196,15 @@ class CudaKernels:
         n, hk, d = key.shape
         if n == 0:
             return
-        if key.stride(2) != 1:
-            key = key.contiguous()
-        if value.stride(2) != 1:
-            value = value.contiguous()
+        key, value = _rows16(key), _rows16(value)
         slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.to(torch.int64)
         rows = n * hk
-        w = self.variant.options.row_warps
+        warps = self.variant.options.row_warps
+        per_block = warps * (32 // (d // 32))  # D/32 lanes per (token, head) row
         args = [_ptr(key), _ptr(value), _ptr(cache), _ptr(slots), ctypes.c_longlong(rows), ctypes.c_int(hk),
                 ctypes.c_longlong(key.stride(0)), ctypes.c_longlong(key.stride(1)),
                 ctypes.c_longlong(value.stride(0)), ctypes.c_longlong(value.stride(1)), self._layout(hk)]
-        self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / w), 1, 1), 32 * w, args,
+        self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / per_block), 1, 1), 32 * warps, args,
                            self._stream(cache.device))
 
     # ----------------------------------------------------------------- decode

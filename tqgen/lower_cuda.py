@@ -293,6 +293,38 @@ def _lut_words(centroids: np.ndarray, bf16: bool) -> dict[str, list[str]]:
     return {"lo": [f"0x{w:08x}" for w in lo], "hi": [f"0x{w:08x}" for w in hi]}
 
 
+def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
+    """The store's codebook search as one table lookup. |y|·K falls in cell g = trunc(|y|·K) of a
+    uniform grid fine enough that each cell holds at most one positive midpoint, none within 2 % of
+    a cell edge (so a rounding that moves |y|·K across an edge changes nothing). Entry g: the code
+    of the cell's left edge (HALF + midpoints below it), the cell's midpoint·K (+inf if none) and
+    the squared centroids on either side of it (the fold's Σ c²). Codebooks are exactly symmetric:
+    negative y take the mirrored code."""
+    cb = lloyd_max(head_dim, bits)
+    mids = np.asarray(cb.midpoints, dtype=np.float64)
+    pos = mids[len(mids) // 2 + 1:]
+    gaps = np.diff(np.concatenate([[0.0], pos]))
+    for fac in np.linspace(0.95, 0.5, 91):
+        k = float(np.float32(1.0 / (gaps.min() * fac)))
+        t = pos * k
+        if (np.minimum(t - np.floor(t), np.ceil(t) - t) > 0.02).all():
+            break
+    else:  # pragma: no cover - every supported codebook finds a grid in the first steps
+        raise AssertionError(f"no bucket grid for D={head_dim} bits={bits}")
+    half = 1 << (bits - 1)
+    c = np.asarray(cb.centroids, dtype=np.float64)
+    cells = int(pos[-1] * k) + 2
+    entries = []
+    for g in range(cells):
+        below = int((pos * k < g).sum())
+        inside = [m for m in pos if g <= m * k < g + 1]
+        mid = _f32(inside[0] * k) if inside else "3.0e38f"  # never reached by a finite |y|·K
+        c_lo = c[half + below]
+        c_hi = c[min(half + below + 1, len(c) - 1)]
+        entries.append((half + below, mid, _f32(c_lo * c_lo), _f32(c_hi * c_hi)))
+    return {"scale": _f32(k), "entries": entries}
+
+
 def _pow2_divisor(n: int, cap: int = 16) -> int:
     a = 1
     while a < cap and n % (2 * a) == 0:
@@ -322,6 +354,9 @@ def _alignments(spec: LayoutSpec) -> dict[str, int]:
         "k_quarter": min(ak, _pow2_divisor(bl.kd // 4)),
         "v_eighth": min(av, _pow2_divisor(bl.vd // 8)),
         "k_lane": min(ak, _pow2_divisor(epl)),
+        # the store: each lane writes the codes of 32 consecutive elements (4·bits bytes)
+        "k_lane32": min(ak, _pow2_divisor(4 * (8 if spec.key_codec.is_fp8 else spec.key_bits))),
+        "v_lane32": min(av, _pow2_divisor(4 * spec.value_bits)),
     }
 
 
@@ -357,10 +392,11 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
     if spec.key_codec.is_fp8:
         f = FP8_FORMATS[spec.key_codec]
         fp8 = dict(f, max=repr(float(FP8_MAX[spec.key_codec])), scale=repr(float(2.0 ** (15 - f["bias"]))))
-        ctx.update(centroids=[], midpoints=[], lut={})
+        ctx.update(centroids=[], grid=None, lut={})
     else:
         cb = lloyd_max(spec.head_dim, spec.key_bits)
-        ctx.update(centroids=[_f32(c) for c in cb.centroids], midpoints=[_f32(m) for m in cb.midpoints],
+        assert all(cb.midpoints[i] == -cb.midpoints[-1 - i] for i in range(len(cb.midpoints)))  # bucket_grid
+        ctx.update(centroids=[_f32(c) for c in cb.centroids], grid=bucket_grid(spec.head_dim, spec.key_bits),
                    lut=_lut_words(cb.centroids, False))
     rht = spec.rotation is Rotation.RHT
     signs = []
@@ -382,6 +418,9 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         mma_def=MMA_DEFS[platform.mma_impl],
+        # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even)
+        fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
+                and target in (Target.SM89, Target.SM90)),
     )
 
 

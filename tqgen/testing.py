@@ -7,7 +7,9 @@ fast Walsh-Hadamard transform; |Δy| ≤ log2(D)·2^-24·‖x̂‖₁/√D < 1e-
 differ by one where the rotated coordinate lies within ``FLIP_DELTA`` = 1e-5 of the decision
 midpoint; the stored fp16 norm may differ by one fp16 ulp (its fp32 sum of squares is ordered
 differently) — for a folded slot with such a flip, one ulp from the fold of the codes it stored.
-Anything else is a mismatch.
+A NaN (fp16 field or fp8 key) matches any NaN: its sign and payload carry nothing (the CPU rounds
+NaN to fp16 0x7e00 where a GPU conversion may give 0x7fff; torch's e4m3fn cast keeps the sign
+bit, 0xff, where the hardware conversion gives 0x7f). Anything else is a mismatch.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def _fp16_ulps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     # map sign-magnitude to a monotonic integer line
     ia = torch.where(ia < 0, -32768 - ia, ia)
     ib = torch.where(ib < 0, -32768 - ib, ib)
-    return (ia - ib).abs()
+    return torch.where(torch.isnan(a) & torch.isnan(b), 0, (ia - ib).abs())
 
 
 def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: torch.Tensor,
@@ -72,11 +74,15 @@ def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: 
     same = torch.ones(m * h, dtype=torch.bool, device=got.device)
     for name in ("v_data", "v_scale", "v_zero"):
         eq = (fg[name].view(torch.uint8).reshape(m * h, -1) == fw[name].view(torch.uint8).reshape(m * h, -1)).all(-1)
+        if name != "v_data":
+            eq |= (torch.isnan(fg[name]) & torch.isnan(fw[name])).reshape(m * h)
         if not bool(eq.all()):
             out.problems.append(f"{name} differs in {int((~eq).sum())} slot(s)")
         same &= eq
     if spec.key_codec.is_fp8:
-        eq = (fg["k_data"] == fw["k_data"]).all(-1)
+        nan_both = torch.isnan(ref._fp8_decode(fg["k_data"], spec.key_codec)) & \
+            torch.isnan(ref._fp8_decode(fw["k_data"], spec.key_codec))  # 0x7f and 0xff are both NaN
+        eq = ((fg["k_data"] == fw["k_data"]) | nan_both).all(-1)
         if not bool(eq.all()):
             out.problems.append(f"fp8 k_data differs in {int((~eq).sum())} slot(s)")
         same &= eq
