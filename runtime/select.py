@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tqgen.ir import Backend, LayoutSpec, Reason, Target, Vendor
+from tqgen.ir import Backend, Layout, LayoutSpec, Reason, Target, Vendor
 from tqgen.variants import Request
 
 log = logging.getLogger("tqgen_runtime")
@@ -183,10 +183,13 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
     return plan
 
 
-#: measured exceptions to a chain's order (bench/results/h200-2026-11-30-targets.md): on NVIDIA the
-#: Triton store of fp8 keys runs at 55-70 % of the copy ceiling, the CUDA one at 27 %
+#: measured exceptions to a chain's order (bench/results/h200-2026-12-01-store-v4.md): on NVIDIA the
+#: Triton store of fp8 keys into AoS pages runs at 55-57 % of the copy ceiling, the CUDA one at 49-51 %
+#: (4-byte aligned slots: 4-byte stores); everywhere else the CUDA store is faster (SoA fp8 keys
+#: 65-91 % vs 67-70 %, Lloyd-Max keys 56-65 % vs 7-24 %)
 def _ordered(cands: list[Candidate], kernel: str, req: Request, target: Target) -> list[Candidate]:
-    if kernel == "store" and req.spec.key_codec.is_fp8 and target.info.vendor is Vendor.NVIDIA:
+    if (kernel == "store" and req.spec.key_codec.is_fp8 and req.spec.layout is Layout.AOS
+            and target.info.vendor is Vendor.NVIDIA):
         return sorted(cands, key=lambda c: {Backend.TRITON: 0, Backend.CUDA: 1}.get(c.backend, 2))
     return cands
 

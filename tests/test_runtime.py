@@ -217,10 +217,13 @@ def test_prefill_varlen_batch():
                    torch.tensor([0, 5, 45], dtype=torch.int32))
 
 
-def test_nvidia_store_of_fp8_keys_prefers_triton():
-    """Measured on the H200: the Triton store of fp8 keys is ~2x the CUDA one; decode stays cuda-first."""
-    p = tqr.plan("k8v4", layout="soa", num_kv_heads=8, num_q_heads=32, device="sm90")
+def test_nvidia_store_of_fp8_keys_into_aos_prefers_triton():
+    """Measured on the H200 (bench/results/h200-2026-12-01-store-v4.md): the Triton store of fp8 keys
+    into AoS pages beats the CUDA one (55-57 % vs 49-51 %); SoA and Lloyd-Max stores go to cuda."""
+    p = tqr.plan("k8v4", layout="aos", num_kv_heads=8, num_q_heads=32, device="sm90")
     assert [c.name for c, _ in p.candidates["store"]] == ["triton", "cuda", "reference"]
     assert [c.name for c, _ in p.candidates["decode"]] == ["cuda", "triton", "reference"]
-    p = tqr.plan("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device="sm90")
+    p = tqr.plan("k8v4", layout="soa", num_kv_heads=8, num_q_heads=32, device="sm90")
+    assert [c.name for c, _ in p.candidates["store"]] == ["cuda", "triton", "reference"]
+    p = tqr.plan("4bit_nc", layout="aos", num_kv_heads=8, num_q_heads=32, device="sm90")
     assert p.chosen("store").name == "cuda"

@@ -199,6 +199,9 @@ class CudaKernels:
         key, value = _rows16(key), _rows16(value)
         slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.to(torch.int64)
         rows = n * hk
+        if rows >= 2**31:
+            raise ValueError(f"store: {n} tokens x {hk} heads = {rows} rows; the CUDA store indexes rows with 32 bits "
+                             f"(at most {2**31 - 1}). Store in chunks of fewer tokens.")
         warps = self.variant.options.row_warps
         per_block = warps * (32 // (d // 32))  # D/32 lanes per (token, head) row
         args = [_ptr(key), _ptr(value), _ptr(cache), _ptr(slots), ctypes.c_longlong(rows), ctypes.c_int(hk),

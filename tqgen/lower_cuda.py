@@ -71,6 +71,20 @@ PLATFORMS: dict[str, Platform] = {
 #define TQ_SHFL(v, s) __shfl_sync(0xffffffffu, (v), (s))
 #define TQ_PRMT(x, y, s) __byte_perm((x), (y), (s))
 #define TQ_ANY(p) __any_sync(0xffffffffu, (p))
+#define TQ_CELL(t) __float2int_rz(t)  // NaN -> 0
+// min / max, NaN if either operand is (PTX min.NaN / max.NaN, sm_80+)
+__device__ __forceinline__ float tq_fmin_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float tq_fmax_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#define TQ_FMIN_NAN(a, b) tq_fmin_nan((a), (b))
+#define TQ_FMAX_NAN(a, b) tq_fmax_nan((a), (b))
 #define TQ_OPAQUE(p) asm("" : "+l"(p))  // hides how a pointer was computed (no re-association)
 // a·b + c on fp16 pairs (raw bits)
 __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c) {
@@ -101,6 +115,9 @@ __device__ __forceinline__ uint32_t tq_cvt_f16x2(float a, float b) {
 #define TQ_SHFL(v, s) __shfl((v), (s), 32)
 #define TQ_PRMT(x, y, s) tq_prmt((x), (y), (s))
 #define TQ_ANY(p) __any((p))
+#define TQ_CELL(t) ((int)fminf(fmaxf((t), 0.f), (float)TQ_GRID_LAST))  // NaN -> 0, never out of the table
+#define TQ_FMIN_NAN(a, b) (((a) != (a) || (b) != (b)) ? __int_as_float(0x7fc00000) : fminf((a), (b)))
+#define TQ_FMAX_NAN(a, b) (((a) != (a) || (b) != (b)) ? __int_as_float(0x7fc00000) : fmaxf((a), (b)))
 #define TQ_OPAQUE(p) ((void)0)  // (only the CUDA cp.async pipeline uses it)
 typedef _Float16 tq_h2 __attribute__((ext_vector_type(2)));
 // a·b + c on fp16 pairs (raw bits)
@@ -293,36 +310,54 @@ def _lut_words(centroids: np.ndarray, bf16: bool) -> dict[str, list[str]]:
     return {"lo": [f"0x{w:08x}" for w in lo], "hi": [f"0x{w:08x}" for w in hi]}
 
 
+def store_chunk(bits: int) -> int:
+    """Elements per store chunk: the fewest multiple of 8 (one 16-byte load of 16-bit inputs) whose
+    BITS-bit codes fill whole 32-bit words."""
+    return next(ch for ch in (8, 16, 32) if ch * bits % 32 == 0)
+
+
 def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
-    """The store's codebook search as one table lookup. |y|·K falls in cell g = trunc(|y|·K) of a
-    uniform grid fine enough that each cell holds at most one positive midpoint, none within 2 % of
-    a cell edge (so a rounding that moves |y|·K across an edge changes nothing). Entry g: the code
-    of the cell's left edge (HALF + midpoints below it), the cell's midpoint·K (+inf if none) and
-    the squared centroids on either side of it (the fold's Σ c²). Codebooks are exactly symmetric:
-    negative y take the mirrored code."""
+    """The store's codebook search as one table lookup. For a rotated unit-vector coordinate y
+    (|y| <= 1), t = y·K + OFF lies in (0, cells) and falls in cell trunc(t) of a uniform grid fine
+    enough that each cell holds at most one midpoint, none within 2 % of a cell edge (so a rounding
+    that moves t across an edge changes nothing; OFF is a half-integer, so the midpoint 0 sits
+    mid-cell). Entry g: the code at the cell's left edge (midpoints below it), the cell's midpoint
+    in t (or 3e38), and the squared centroids either side of it (the fold's Σ c²)."""
     cb = lloyd_max(head_dim, bits)
     mids = np.asarray(cb.midpoints, dtype=np.float64)
-    pos = mids[len(mids) // 2 + 1:]
-    gaps = np.diff(np.concatenate([[0.0], pos]))
+    c = np.asarray(cb.centroids, dtype=np.float64)
+    gap = np.diff(mids).min()
     for fac in np.linspace(0.95, 0.5, 91):
-        k = float(np.float32(1.0 / (gaps.min() * fac)))
-        t = pos * k
+        k = float(np.float32(1.0 / (gap * fac)))
+        off = math.ceil(k) + 1.5
+        t = mids * k + off
         if (np.minimum(t - np.floor(t), np.ceil(t) - t) > 0.02).all():
             break
     else:  # pragma: no cover - every supported codebook finds a grid in the first steps
         raise AssertionError(f"no bucket grid for D={head_dim} bits={bits}")
-    half = 1 << (bits - 1)
-    c = np.asarray(cb.centroids, dtype=np.float64)
-    cells = int(pos[-1] * k) + 2
+    t = mids * k + off
     entries = []
-    for g in range(cells):
-        below = int((pos * k < g).sum())
-        inside = [m for m in pos if g <= m * k < g + 1]
-        mid = _f32(inside[0] * k) if inside else "3.0e38f"  # never reached by a finite |y|·K
-        c_lo = c[half + below]
-        c_hi = c[min(half + below + 1, len(c) - 1)]
-        entries.append((half + below, mid, _f32(c_lo * c_lo), _f32(c_hi * c_hi)))
-    return {"scale": _f32(k), "entries": entries}
+    for g in range(int(2 * off) + 1):
+        below = int((t < g).sum())
+        inside = [x for x in t if g <= x < g + 1]
+        mid = _f32(inside[0]) if inside else "3.0e38f"
+        hi = min(below + 1, len(c) - 1)
+        entries.append((below, mid, _f32(c[below] ** 2), _f32(c[hi] ** 2)))
+    half = 1 << (bits - 1)
+    return {"scale": _f32(k), "offset": _f32(off), "entries": entries,
+            "c2_middle": _f32(c[half] ** 2), "c2_first": _f32(c[0] ** 2)}
+
+
+def _store_ctx(spec: LayoutSpec) -> dict[str, Any]:
+    kbits = 8 if spec.key_codec.is_fp8 else spec.key_bits
+    kch, vch = store_chunk(kbits), store_chunk(spec.value_bits)
+    return {
+        "kch": kch, "vch": vch,
+        # a chunk's codes: CH·bits/8 bytes at a multiple of that inside the field
+        "k_align": min(field_alignment(spec, "k_data"), 16, _pow2_divisor(kch * kbits // 8)),
+        "v_align": min(field_alignment(spec, "v_data"), 16, _pow2_divisor(vch * spec.value_bits // 8)),
+        "grid": None if spec.key_codec.is_fp8 else bucket_grid(spec.head_dim, spec.key_bits),
+    }
 
 
 def _pow2_divisor(n: int, cap: int = 16) -> int:
@@ -354,9 +389,6 @@ def _alignments(spec: LayoutSpec) -> dict[str, int]:
         "k_quarter": min(ak, _pow2_divisor(bl.kd // 4)),
         "v_eighth": min(av, _pow2_divisor(bl.vd // 8)),
         "k_lane": min(ak, _pow2_divisor(epl)),
-        # the store: each lane writes the codes of 32 consecutive elements (4·bits bytes)
-        "k_lane32": min(ak, _pow2_divisor(4 * (8 if spec.key_codec.is_fp8 else spec.key_bits))),
-        "v_lane32": min(av, _pow2_divisor(4 * spec.value_bits)),
     }
 
 
@@ -392,12 +424,10 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
     if spec.key_codec.is_fp8:
         f = FP8_FORMATS[spec.key_codec]
         fp8 = dict(f, max=repr(float(FP8_MAX[spec.key_codec])), scale=repr(float(2.0 ** (15 - f["bias"]))))
-        ctx.update(centroids=[], grid=None, lut={})
+        ctx.update(centroids=[], lut={})
     else:
         cb = lloyd_max(spec.head_dim, spec.key_bits)
-        assert all(cb.midpoints[i] == -cb.midpoints[-1 - i] for i in range(len(cb.midpoints)))  # bucket_grid
-        ctx.update(centroids=[_f32(c) for c in cb.centroids], grid=bucket_grid(spec.head_dim, spec.key_bits),
-                   lut=_lut_words(cb.centroids, False))
+        ctx.update(centroids=[_f32(c) for c in cb.centroids], lut=_lut_words(cb.centroids, False))
     rht = spec.rotation is Rotation.RHT
     signs = []
     if rht:
@@ -417,7 +447,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        mma_def=MMA_DEFS[platform.mma_impl],
+        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec),
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even)
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
                 and target in (Target.SM89, Target.SM90)),
