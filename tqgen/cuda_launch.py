@@ -25,7 +25,7 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import KERNEL_NAMES, QUERIES_PER_WARP, layout_params, make_variant
+from .lower_cuda import KERNEL_NAMES, MERGE_GROUPS, QUERIES_PER_WARP, layout_params, make_variant
 from .build import source_name, user_cache, variant_dir
 from .variants import Variant
 
@@ -260,7 +260,7 @@ class CudaKernels:
             _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
             ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream)
         sk = sinks.float().contiguous() if sinks is not None else None
-        self.driver.launch(self._fn("decode_merge", q.dtype), (b * hq, 1, 1), d, [
+        self.driver.launch(self._fn("decode_merge", q.dtype), (b * hq, 1, 1), MERGE_GROUPS * d, [
             _ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sk), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)], stream)
         return out
 

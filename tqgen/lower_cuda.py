@@ -32,6 +32,7 @@ from .variants import Rules, Variant
 CUDA_TEMPLATE = "gpu/kernels.cu.j2"
 KINDS = ("generic", "portable")  # portable: the HIP fragment path compiled for NVIDIA (runs the HIP semantics)
 QUERIES_PER_WARP = 8  # the decode's query octet: rows 0..7 of the mma tile (the template's `8 * D` query block)
+MERGE_GROUPS = 4  # decode merge: thread groups of D per (sequence, query head), each over every 4th split
 MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
 HEAD_DIMS = (64, 128)
 
@@ -447,7 +448,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec),
+        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even)
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
                 and target in (Target.SM89, Target.SM90)),
