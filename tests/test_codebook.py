@@ -105,7 +105,7 @@ def test_hadamard_for_non_power_of_two_raises(kind, d):
 
 
 def test_no_rotation_matrix_for_none():
-    with pytest.raises(SpecError, match="not rotated"):
+    with pytest.raises(SpecError, match="has no matrix"):
         rotation_matrix(128, "none")
 
 

@@ -13,12 +13,17 @@ import torch
 
 from tqgen import reference as ref
 from tqgen.build import default_matrix
+from tqgen import LayoutSpec
 from tqgen.ir import Backend, Vendor
+from tqgen.lower_cuda import make_variant
 from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
 
 pytestmark = pytest.mark.gpu
 
 CUDA = [v for v in default_matrix()[0] if v.backend is Backend.CUDA]
+# fp8 keys stored rotated (y = k·Πᵀ; not in the default matrix): built on demand
+ROTATED_FP8 = [make_variant(LayoutSpec.from_preset("k8v4", layout=lay, rotation=rot, rotation_seed=seed), "sm90")
+               for lay, rot, seed in (("soa", "hadamard", 0), ("aos", "rht", 5))]
 SHAPES = [
     ([32768, 1, 0, 4099, 16, 1000, 8191, 17], 8, 4, torch.bfloat16),
     ([int(x) for x in torch.randint(1, 2048, (64,), generator=torch.Generator().manual_seed(1))], 2, 8,
@@ -30,11 +35,10 @@ SHAPES = [
 
 
 def _portable(v):
-    from tqgen.lower_cuda import make_variant
     return make_variant(v.spec, v.target, "portable")
 
 
-@pytest.mark.parametrize("variant", CUDA + [_portable(v) for v in CUDA if str(v.target) == "sm90"],
+@pytest.mark.parametrize("variant", CUDA + [_portable(v) for v in CUDA if str(v.target) == "sm90"] + ROTATED_FP8,
                          ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     from tqgen.cuda_launch import load_variant
@@ -98,7 +102,7 @@ def _special_rows(d: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tenso
 
 
 @pytest.mark.parametrize("variant", [v for v in CUDA if str(v.target) == "sm90"]
-                         + [_portable(v) for v in CUDA if str(v.target) == "sm90"], ids=lambda v: v.id)
+                         + [_portable(v) for v in CUDA if str(v.target) == "sm90"] + ROTATED_FP8, ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_store_special_values(variant, dtype):
     """NaN, ±inf, huge, saturating, signed-zero and tie inputs store what the reference stores

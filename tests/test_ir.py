@@ -146,7 +146,16 @@ def test_fp8_spec_rules_list_all_reasons():
     with pytest.raises(SpecError) as e:
         LayoutSpec(key_codec="fp8_e4m3fn", key_bits=4, rotation="hadamard", norm_correction=True, fold_norm=True)
     fields = sorted(r.field for r in e.value.reasons)
-    assert fields == ["fold_norm", "key_bits", "norm_correction", "rotation"], str(e.value)
+    assert fields == ["fold_norm", "key_bits", "norm_correction"], str(e.value)
+
+
+def test_fp8_keys_may_be_rotated():
+    """fp8 keys are cast as they are by default (vLLM's k8v4); rotation='hadamard' / 'rht' stores the
+    fp8 of y = k·Πᵀ instead (eval/results/smollm2-k8v4-rotation.md), a different token."""
+    plain = LayoutSpec.from_preset("k8v4", layout="soa")
+    rot = LayoutSpec.from_preset("k8v4", layout="soa", rotation="hadamard")
+    assert plain.rotation is Rotation.NONE and rot.rotation is Rotation.HADAMARD
+    assert plain.token != rot.token and "hadamard" in rot.token
 
 
 def test_lloyd_max_keys_must_be_rotated():

@@ -366,3 +366,26 @@ def test_e4b15_matches_tritons_gpu_conversion():
     x = torch.from_numpy(data["bf16_bits"].view(np.int16)).view(torch.bfloat16).float()
     want = torch.from_numpy(data["codes"])
     assert torch.equal(ref._fp8_encode(x, KeyCodec.FP8_E4B15), want)
+
+
+def test_rotated_fp8_keys_store_the_rotated_key():
+    """rotation='hadamard' on fp8 keys: the bytes are fp8(k·Πᵀ), dequant returns (fp8 value)·Π, within
+    e4m3's half-ulp (2^-4 relative per rotated element, so ‖Δk‖ ≤ 2^-4‖k‖ — Π is orthonormal)."""
+    from tqgen.reference import _fp8_encode, rotation
+    spec = LayoutSpec.from_preset("k8v4", layout="soa", rotation="hadamard")
+    g = torch.Generator().manual_seed(0)
+    k = torch.randn(5, 2, 128, generator=g) * 3
+    k[:, :, 7] += 40.0  # an outlier channel: spread over all 128 rotated elements
+    k = k.to(torch.bfloat16)
+    v = torch.randn(5, 2, 128, generator=g).to(torch.bfloat16)
+    cache = ref.allocate(spec, 1, 2)
+    ref.store(spec, k, v, cache, torch.arange(5))
+    f = ref._read_fields(derive_layout(spec), cache, torch.zeros(10, dtype=torch.long),
+                         torch.arange(5).repeat_interleave(2), torch.arange(2).repeat(5))
+    k = k.float()
+    want = _fp8_encode(k.reshape(10, 128) @ rotation(spec).T, spec.key_codec)
+    assert torch.equal(f["k_data"], want)
+    kd, _ = ref.dequant(spec, cache, torch.zeros(1, 1, dtype=torch.int32), torch.tensor([5], dtype=torch.int32))
+    got = kd[0].transpose(0, 1)  # [5, 2, 128]
+    err = (got - k).norm(dim=-1) / k.norm(dim=-1)
+    assert float(err.max()) <= 2.0**-4

@@ -24,6 +24,8 @@ CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [
     dict(preset="4bit_nc", layout="soa", rotation="rht", rotation_seed=7),
     dict(preset="3bit_nc", layout="aos", block_size=64),
     dict(preset="k8v4", layout="soa", block_size=64),
+    dict(preset="k8v4", layout="soa", rotation="hadamard"),  # fp8 of the rotated key
+    dict(preset="k8v4", layout="aos", rotation="rht", rotation_seed=3, head_dim=64),
     dict(preset="4bit_nc", layout="soa", head_dim=64, gqa=1),
     dict(preset="k3v4_nc", layout="aos", head_dim=64, dtype=torch.float16),
     dict(preset="k8v4", layout="aos", key_codec="fp8_e4m3fnuz", gqa=1),

@@ -229,7 +229,13 @@ CONTROLS = {"bf16 K/V (control)": lambda x: x.to(__import__("torch").bfloat16).t
             "naive int8 K/V (control)": lambda x: _naive(x, 8)}
 
 
-def generation_agreement(model, tok, presets=("k8v4", "4bit_nc"), n_new: int = 64, prompts=None,
+def _preset_kwargs(name: str) -> dict:
+    """'k8v4' -> preset k8v4; 'k8v4+hadamard' -> the same with rotation='hadamard' (fp8 keys rotated)."""
+    preset, _, rotation = name.partition("+")
+    return dict(preset=preset, **({"rotation": rotation} if rotation else {}))
+
+
+def generation_agreement(model, tok, presets=("k8v4", "k8v4+hadamard", "4bit_nc"), n_new: int = 64, prompts=None,
                          backend: str = "reference", progress=None, controls: bool = True) -> dict:
     """Greedy generation of ``n_new`` tokens per prompt through ``tqgen_runtime.hf.TurboQuantCache``
     vs the unquantised model (SDPA, its default cache). Per prompt and preset: the first position
@@ -249,8 +255,8 @@ def generation_agreement(model, tok, presets=("k8v4", "4bit_nc"), n_new: int = 6
     # transformers >= 5.2x names the argument `cache` (`past_key_values` is deprecated there)
     arg = "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
     attn0 = model.config._attn_implementation
-    runs = [("passthrough", dict(preset=presets[0], skip_layers=list(range(n_layers))))]
-    runs += [(p, dict(preset=p)) for p in presets]
+    runs = [("passthrough", dict(preset=presets[0].split("+")[0], skip_layers=list(range(n_layers))))]
+    runs += [(p, _preset_kwargs(p)) for p in presets]
     if controls:
         runs += [(name, None) for name in CONTROLS]
     rows = []
@@ -354,7 +360,9 @@ def run(quick: bool, out: Path) -> dict:
     if not quick:
         modes += [KVMode(f"{p} soa, no boundary skip", dict(preset=p, layout="soa", backend="reference"),
                          skip_boundary=False) for p in presets]
-        modes += [KVMode("4bit_nc soa, fold off", dict(preset="4bit_nc", layout="soa", fold_norm=False,
+        modes += [KVMode("k8v4 soa, hadamard-rotated keys", dict(preset="k8v4", layout="soa", rotation="hadamard",
+                                                                 backend="reference")),
+                  KVMode("4bit_nc soa, fold off", dict(preset="4bit_nc", layout="soa", fold_norm=False,
                                                         backend="reference")),
                   KVMode("4bit_nc soa, rht", dict(preset="4bit_nc", layout="soa", rotation="rht", backend="reference"))]
     modes += [KVMode("naive int8", None, 8), KVMode("naive int4", None, 4)]
@@ -389,7 +397,7 @@ def write_results(res: dict, out: Path, notes: list[str] | None = None) -> None:
 
     def target(mode: str) -> str:
         p = mode.split()[0]
-        return f"≤ +{TARGETS[p]} %" if p in TARGETS and mode.endswith(" soa") else ""
+        return f"≤ +{TARGETS[p]} %" if p in TARGETS and (mode.endswith(" soa") or "rotated keys" in mode) else ""
 
     lines = [f"# SmolLM2-135M perplexity through the tqgen KV path ({res['tokens']} tokens of eval/corpus.txt, "
              f"chunks of {chunk})", "", "| KV cache | PPL | vs fp32 | target |", "|---|---|---|---|"]

@@ -61,7 +61,7 @@ class Rotation(_Token):
     HADAMARD = "hadamard"  # Sylvester Hadamard / sqrt(D), symmetric; D a power of two (vLLM's)
     RHT = "rht"  # Hadamard · diag(seeded ±1): no adversarial inputs; D a power of two
     ORTHOGONAL = "orthogonal"  # seeded random orthogonal matrix (any D), applied as a GEMM
-    NONE = "none"  # fp8 keys only: no rotation
+    NONE = "none"  # fp8 keys only: cast as they are (vLLM's k8v4)
 
 
 class Backend(_Token):
@@ -205,7 +205,7 @@ class LayoutSpec:
     value_bits: int = 4
     norm_correction: bool = True
     fold_norm: bool = False  # store ‖k‖/‖c[idx]‖ so decode skips the per-token renormalisation
-    rotation: Rotation | None = None  # None: hadamard for lloyd_max, none for fp8
+    rotation: Rotation | None = None  # None: hadamard for lloyd_max, none for fp8 (fp8 may rotate too)
     rotation_seed: int = 0
 
     def __post_init__(self) -> None:
@@ -243,8 +243,6 @@ class LayoutSpec:
         elif isinstance(self.key_codec, KeyCodec):  # an unparsable codec is already a reason
             if self.key_bits != 8:
                 r.append(Reason("key_bits", self.key_bits, [8], f"{self.key_codec} keys are one byte each"))
-            if isinstance(self.rotation, Rotation) and self.rotation is not Rotation.NONE:
-                r.append(Reason("rotation", str(self.rotation), ["none"], "fp8 keys are cast as they are, not rotated"))
             if self.norm_correction:
                 r.append(Reason("norm_correction", True, [False], "fp8 keys store no norm; use norm_correction=False"))
             if self.fold_norm:

@@ -180,6 +180,7 @@ def _render_inputs(spec: LayoutSpec, kind: str = "generic") -> dict[str, Any]:
         fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
         log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
+        rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT),
     )
 
 

@@ -12,7 +12,8 @@ keys (lloyd_max), fp32 math::
     dequant (rotated domain): s · c[idx], divided by sqrt(Σ c[idx]² + 1e-16) when
     norm_correction is on and the norm was not folded; original domain: that · Π
 
-keys (fp8): each element saturated to the format's largest finite value, then cast (RNE).
+keys (fp8): each element saturated to the format's largest finite value, then cast (RNE); with a
+    rotation (optional for fp8, ``rotation="hadamard"``/``"rht"``) the elements of y = k·Πᵀ instead.
 
 values::
 
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .codebook import lloyd_max
-from .ir import FP8_MAX, KeyCodec, LayoutSpec
+from .ir import FP8_MAX, KeyCodec, LayoutSpec, Rotation
 from .layout import ByteLayout, FieldAddress, PageAddressing, derive_layout
 from .rotation import rotation_matrix
 
@@ -122,6 +123,8 @@ def encode_keys(spec: LayoutSpec, k: torch.Tensor) -> dict[str, torch.Tensor]:
     """[M, D] keys (any float dtype) → {'k_data': uint8 [M, KD], 'k_norm': fp16 [M]}."""
     k = k.float()
     if spec.key_codec.is_fp8:
+        if spec.rotation is not Rotation.NONE:  # fp8 of the rotated key y = k·Πᵀ (no norm)
+            k = k @ rotation(spec, k.device).T
         sat = int((k.abs() > FP8_MAX[spec.key_codec]).sum())
         if sat:
             log.warning("%d key element(s) exceed %s's largest finite value %g and saturate",
@@ -159,7 +162,8 @@ def _to_fp16(x: torch.Tensor) -> torch.Tensor:
 def decode_keys(spec: LayoutSpec, f: dict[str, torch.Tensor], *, rotated: bool = False) -> torch.Tensor:
     """Stored key fields → float32 [M, D] keys (original domain unless ``rotated``)."""
     if spec.key_codec.is_fp8:
-        return _fp8_decode(f["k_data"], spec.key_codec)
+        k = _fp8_decode(f["k_data"], spec.key_codec)
+        return k if rotated or spec.rotation is Rotation.NONE else k @ rotation(spec, k.device)
     c, _ = _codebook(spec, f["k_data"].device)
     cv = c[unpack_bits(f["k_data"], spec.key_bits, spec.head_dim)]
     if spec.norm_correction and not spec.fold_norm:

@@ -65,7 +65,7 @@ def _rotation(head_dim: int, kind: Rotation, seed: int) -> np.ndarray:
         m = q * np.sign(np.diag(r))[None, :]
     else:
         raise SpecError([Reason("rotation", str(kind), ["hadamard", "rht", "orthogonal"],
-                                "fp8 keys are not rotated; only lloyd_max specs have a rotation matrix")],
+                                "rotation 'none' has no matrix (fp8 keys cast as they are)")],
                         "cannot build rotation")
     out = m.astype(np.float32)
     out.setflags(write=False)

@@ -62,16 +62,17 @@ class TritonKernels:
         key = str(device)
         if key not in self._consts:
             s = self.spec
-            if s.key_codec.is_fp8:
-                z = torch.zeros(1, dtype=torch.float32, device=device)
-                self._consts[key] = {"rot": z, "mid": z, "cent": z}
-            else:
+            z = torch.zeros(1, dtype=torch.float32, device=device)
+            c = {"rot": z, "mid": z, "cent": z}
+            if not s.key_codec.is_fp8:
                 cent, mid = ref._codebook(s, device)
+                c.update(mid=mid.contiguous(), cent=cent.contiguous())
+            if s.rotation is not Rotation.NONE:  # (fp8 keys may be rotated too)
                 from .rotation import random_signs
                 signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
                     else np.ones(s.head_dim, dtype=np.float32)
-                self._consts[key] = {"rot": torch.from_numpy(signs).to(device), "mid": mid.contiguous(),
-                                     "cent": cent.contiguous(), "pi": ref.rotation(s, device).contiguous()}
+                c.update(rot=torch.from_numpy(signs).to(device), pi=ref.rotation(s, device).contiguous())
+            self._consts[key] = c
         return self._consts[key]
 
     def _luts(self, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -124,7 +125,7 @@ class TritonKernels:
 
     def rotate_query(self, query: torch.Tensor, scale: float) -> torch.Tensor:
         q = query.float() * (scale * LOG2E)
-        if not self.spec.key_codec.is_fp8:
+        if self.spec.rotation is not Rotation.NONE:
             q = q @ self._device_consts(query.device)["pi"].T  # q_rot = q · Πᵀ
         return q.to(query.dtype).contiguous()
 
