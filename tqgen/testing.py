@@ -8,8 +8,9 @@ differ by one where the rotated coordinate lies within ``FLIP_DELTA`` = 1e-5 of 
 midpoint; the stored fp16 norm may differ by one fp16 ulp (its fp32 sum of squares is ordered
 differently) — for a folded slot with such a flip, one ulp from the fold of the codes it stored.
 Rotated fp8 keys (fp8 of y = k·Πᵀ) are likewise summed in a different order: a byte may be the
-neighbouring fp8 value where y lies within ``FP8_TIE_REL`` (relative) of the two values' midpoint.
-A NaN (fp16 field or fp8 key) matches any NaN: its sign and payload carry nothing (the CPU rounds
+neighbouring fp8 value where y lies within ``FP8_TIE_REL``·(|midpoint| + ‖k‖/√D) of the two values'
+midpoint (the summation error is absolute: near zero, fp8's fine subnormal steps tie more often).
+A NaN (fp16 field or fp8 key) matches any NaN, and an fp8 +0 matches -0: their sign and payload carry nothing (the CPU rounds
 NaN to fp16 0x7e00 where a GPU conversion may give 0x7fff; torch's e4m3fn cast keeps the sign
 bit, 0xff, where the hardware conversion gives 0x7f). Anything else is a mismatch.
 """
@@ -85,19 +86,26 @@ def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: 
     if spec.key_codec.is_fp8:
         dg, dw = ref._fp8_decode(fg["k_data"], spec.key_codec), ref._fp8_decode(fw["k_data"], spec.key_codec)
         nan_both = torch.isnan(dg) & torch.isnan(dw)  # 0x7f and 0xff are both NaN
-        diff = (fg["k_data"] != fw["k_data"]) & ~nan_both
+        diff = (fg["k_data"] != fw["k_data"]) & ~nan_both & ~(dg == dw)  # and +0 / -0 are both zero
         if spec.rotation is not Rotation.NONE and bool(diff.any()):
             # rotated fp8 keys: y = k·Πᵀ is summed in a different order (Walsh-Hadamard vs GEMM), so a byte
             # may round the other way where y lies within FP8_TIE_REL of the midpoint of two fp8 neighbours
             rows = diff.any(-1)
-            y = key[keep].reshape(-1, spec.head_dim)[rows].double() @ ref.rotation(spec, got.device).double().T
+            kk = key[keep].reshape(-1, spec.head_dim)[rows].double()
+            y = kk @ ref.rotation(spec, got.device).double().T
             mid = (dg[rows].double() + dw[rows].double()) / 2
             step = (fg["k_data"][rows].int() - fw["k_data"][rows].int()).abs() == 1  # neighbours, same sign
-            near = step & ((y - mid).abs() <= FP8_TIE_REL * mid.abs() + 1e-30)
+            # the summation error is absolute (~2^-24·‖k‖₁/√D per element), so near zero the band is ‖k‖/√D-wide
+            tol = FP8_TIE_REL * (mid.abs() + kk.norm(dim=-1, keepdim=True) / math.sqrt(spec.head_dim))
+            near = step & ((y - mid).abs() <= tol)
             d = diff[rows]
             out.index_flips = int((d & near).sum())
             if bool((d & ~near).any()):
-                out.problems.append(f"fp8 k_data: {int((d & ~near).sum())} byte(s) differ away from a rounding tie")
+                bad = d & ~near
+                out.problems.append(f"fp8 k_data: {int(bad.sum())} byte(s) differ away from a rounding tie (worst "
+                                    f"|y - tie| / band {float(((y - mid).abs() / tol)[bad].max()):.3g}, at |y| "
+                                    f"{float(y.abs()[bad].min()):.3g}..{float(y.abs()[bad].max()):.3g}, "
+                                    f"{int((bad & ~step).sum())} not neighbours)")
         elif bool(diff.any()):
             out.problems.append(f"fp8 k_data differs in {int(diff.any(-1).sum())} slot(s)")
         same &= ~diff.any(-1)
