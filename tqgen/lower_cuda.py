@@ -74,16 +74,10 @@ PLATFORMS: dict[str, Platform] = {
 #define TQ_ANY(p) __any_sync(0xffffffffu, (p))
 #define TQ_CELL(t) __float2int_rz(t)  // NaN -> 0
 // min / max, NaN if either operand is (PTX min.NaN / max.NaN, sm_80+)
-__device__ __forceinline__ float tq_fmin_nan(float a, float b) {
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float tq_fmax_nan(float a, float b) {
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
+#define TQ_NAN_OP(name, op) __device__ __forceinline__ float name(float a, float b) { \
+  float r; asm(op ".NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+TQ_NAN_OP(tq_fmin_nan, "min")
+TQ_NAN_OP(tq_fmax_nan, "max")
 #define TQ_FMIN_NAN(a, b) tq_fmin_nan((a), (b))
 #define TQ_FMAX_NAN(a, b) tq_fmax_nan((a), (b))
 #define TQ_OPAQUE(p) asm("" : "+l"(p))  // hides how a pointer was computed (no re-association)
