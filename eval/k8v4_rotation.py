@@ -30,13 +30,12 @@ def main() -> int:
     ids = tok(E.CORPUS.read_text(), return_tensors="pt").input_ids[:, :8192]
     modes = [E.KVMode("fp32 (no quantisation)", None, None, False)]
     for layout in ("soa", "aos"):
-        for rot in ("none", "hadamard", "rht"):
-            if layout == "aos" and rot == "rht":
+        for name in ("k8v4", "k8v4+hadamard", "k8v4+rht"):
+            if layout == "aos" and name.endswith("rht"):
                 continue
-            kw = dict(preset="k8v4", layout=layout, backend="reference")
-            if rot != "none":
-                kw["rotation"] = rot
-            modes.append(E.KVMode(f"k8v4 {layout}, keys {'not rotated (vLLM)' if rot == 'none' else rot}", kw))
+            rot = name.partition("+")[2]
+            modes.append(E.KVMode(f"k8v4 {layout}, keys {rot or 'not rotated (vLLM)'}",
+                                  dict(E._preset_kwargs(name), layout=layout, backend="reference")))
     rows = []
     for m in modes:
         t = time.time()

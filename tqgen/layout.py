@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .ir import KeyCodec, Layout, LayoutSpec
+from .ir import KeyCodec, Layout, LayoutSpec, Rotation
 
 FP16_BYTES = 2
 
@@ -180,8 +180,8 @@ def derive_layout(spec: LayoutSpec) -> ByteLayout:
         items.append(("k_norm", FP16_BYTES, "fp16",
                       None, "‖k‖/‖c[idx]‖ (folded)" if spec.fold_norm else "‖k‖"))
     else:
-        rotated = spec.rotation is not None and str(spec.rotation) != "none"
-        items.append(("k_data", d, str(spec.key_codec), None, "fp8 of k·Πᵀ (rotated)" if rotated else "fp8 key elements"))
+        items.append(("k_data", d, str(spec.key_codec), None,
+                      "fp8 key elements" if spec.rotation is Rotation.NONE else "fp8 of k·Πᵀ (rotated)"))
     vp = PackScheme(spec.value_bits, d)
     items.append(("v_data", vp.nbytes, "packed", vp, f"{spec.value_bits}-bit uniform codes"))
     items.append(("v_scale", FP16_BYTES, "fp16", None, "(max-min)/(2^b-1)"))

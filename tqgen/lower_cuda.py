@@ -330,7 +330,6 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
             break
     else:  # pragma: no cover - every supported codebook finds a grid in the first steps
         raise AssertionError(f"no bucket grid for D={head_dim} bits={bits}")
-    t = mids * k + off
     entries = []
     for g in range(int(2 * off) + 1):
         below = int((t < g).sum())
