@@ -25,7 +25,7 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import KERNEL_NAMES, MERGE_GROUPS, QUERIES_PER_WARP, layout_params, make_variant
+from .lower_cuda import KERNEL_NAMES, MERGE_GROUPS, QUERIES_PER_WARP, layout_params, make_variant, store_lanes
 from .build import source_name, user_cache, variant_dir
 from .variants import Variant
 
@@ -203,7 +203,7 @@ class CudaKernels:
             raise ValueError(f"store: {n} tokens x {hk} heads = {rows} rows; the CUDA store indexes rows with 32 bits "
                              f"(at most {2**31 - 1}). Store in chunks of fewer tokens.")
         warps = self.variant.options.row_warps
-        per_block = warps * (32 // (d // 32))  # D/32 lanes per (token, head) row
+        per_block = warps * (32 // store_lanes(d))  # rows per block
         args = [_ptr(key), _ptr(value), _ptr(cache), _ptr(slots), ctypes.c_longlong(rows), ctypes.c_int(hk),
                 ctypes.c_longlong(key.stride(0)), ctypes.c_longlong(key.stride(1)),
                 ctypes.c_longlong(value.stride(0)), ctypes.c_longlong(value.stride(1)), self._layout(hk)]

@@ -305,6 +305,11 @@ def _lut_words(centroids: np.ndarray, bf16: bool) -> dict[str, list[str]]:
     return {"lo": [f"0x{w:08x}" for w in lo], "hi": [f"0x{w:08x}" for w in hi]}
 
 
+def store_lanes(head_dim: int) -> int:
+    """Lanes per (token, head) row in the store: 32 elements each (the launcher's rows per warp)."""
+    return head_dim // 32
+
+
 def store_chunk(bits: int) -> int:
     """Elements per store chunk: the fewest multiple of 8 (one 16-byte load of 16-bit inputs) whose
     BITS-bit codes fill whole 32-bit words."""
@@ -346,7 +351,7 @@ def _store_ctx(spec: LayoutSpec) -> dict[str, Any]:
     kbits = 8 if spec.key_codec.is_fp8 else spec.key_bits
     kch, vch = store_chunk(kbits), store_chunk(spec.value_bits)
     return {
-        "kch": kch, "vch": vch,
+        "lanes": store_lanes(spec.head_dim), "kch": kch, "vch": vch,
         # a chunk's codes: CH·bits/8 bytes at a multiple of that inside the field
         "k_align": min(field_alignment(spec, "k_data"), 16, _pow2_divisor(kch * kbits // 8)),
         "v_align": min(field_alignment(spec, "v_data"), 16, _pow2_divisor(vch * spec.value_bits // 8)),
