@@ -10,9 +10,10 @@ differently) — for a folded slot with such a flip, one ulp from the fold of th
 Rotated fp8 keys (fp8 of y = k·Πᵀ) are likewise summed in a different order: a byte may be the
 neighbouring fp8 value where y lies within ``FP8_TIE_REL``·(|midpoint| + ‖k‖/√D) of the two values'
 midpoint (the summation error is absolute: near zero, fp8's fine subnormal steps tie more often).
-A NaN (fp16 field or fp8 key) matches any NaN, and an fp8 +0 matches -0: their sign and payload carry nothing (the CPU rounds
-NaN to fp16 0x7e00 where a GPU conversion may give 0x7fff; torch's e4m3fn cast keeps the sign
-bit, 0xff, where the hardware conversion gives 0x7f). Anything else is a mismatch.
+A NaN (fp16 field or fp8 key) matches any NaN, and an fp8 +0 matches -0: their sign and payload
+carry nothing (the CPU rounds NaN to fp16 0x7e00 where a GPU conversion may give 0x7fff; torch's
+e4m3fn cast keeps the sign bit, 0xff, where the hardware conversion gives 0x7f). Anything else is
+a mismatch.
 """
 
 from __future__ import annotations
