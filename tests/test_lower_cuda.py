@@ -10,8 +10,8 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max
 from tqgen.ir import LayoutSpec, SpecError, Target
 from tqgen.layout import derive_layout
-from tqgen.lower_cuda import (_lut_words, cuda_options, cuda_reasons, field_alignment, layout_params, make_variant,
-                              render_cuda)
+from tqgen.lower_cuda import (_lds_width, _lut_words, cuda_options, cuda_reasons, field_alignment, layout_params,
+                              line_conflicts, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
 
@@ -70,7 +70,9 @@ def test_options_are_data_with_measured_overrides():
     fp8 = cuda_options(preset_spec_for_target("k8v4", Target.SM90, layout="soa"), Target.SM90)
     k4 = cuda_options(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), Target.SM90)
     k3 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), Target.SM90)
-    assert fp8.stages == 0 and k4.stages == 3 and k3.decode_min_blocks == 5 and k4.decode_min_blocks == 8
+    assert fp8.stages == 3 and k4.stages == 3 and k3.decode_min_blocks == 5 and k4.decode_min_blocks == 8
+    assert (k4.pair_copies, k3.pair_copies) == (8, 1)  # 256- vs 64-entry pair tables
+    assert "#define TQ_PAIR_COPIES 0" in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
     a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")
     b = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90", options=k3)
     assert a.id != b.id and "TQ_STAGES 3" in render_cuda(a)
@@ -85,3 +87,30 @@ def test_build_cli_backends(tmp_path, capsys):
     assert list(tmp_path.glob("gfx950/hip/*/kernel.hip"))
     assert main(["build", "--backend", "hip", "--preset", "4bit_nc", "--target", "sm90", "--out", str(tmp_path)]) == 1
     assert "sm90 compiles cuda C++" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc"])
+def test_line_loads_swizzle_is_conflict_free(preset):
+    """SoA decode copies whole token-head records (line loads); the chosen chunk swizzle must make
+    the fragment reads of one tile cost the minimum number of shared-memory wavefronts (one per
+    128 bytes a warp reads: 4 per 16-byte access, 2 per 8-byte, 1 per 4-byte), while the identity
+    layout (every row starting at bank 0) must not (the model can fail)."""
+    spec = preset_spec_for_target(preset, Target.SM90, layout="soa")
+    bl = derive_layout(spec)
+    ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
+    assert ncp >= (bl.kd + bl.vd) // 16 and ncp & (ncp - 1) == 0 and 3 * sa < ncp and sb < ncp
+    kq, vq = bl.kd // 4, bl.vd // 8  # bytes per thread: a K quarter of 2 tokens, a V eighth of 4
+    wk, wv = _lds_width(kq), _lds_width(vq)
+    minimum = 2 * (kq // wk) * (wk // 4) + 4 * (vq // wv) * (wv // 4)  # a w-byte warp access: w / 4 wavefronts
+    assert line_conflicts(bl.kd, bl.vd, ncp, sa, sb) == minimum
+    assert line_conflicts(bl.kd, bl.vd, ncp, 0, 0) > minimum
+    src = render_cuda(make_variant(spec, "sm90"))
+    assert "#define TQ_LINES 1" in src and f"return {sa} * ((t >> 1) & 3) ^ {sb} * (t & 1);" in src
+
+
+def test_line_loads_only_where_records_are_whole_lines():
+    """AoS slots (134 bytes: 2-byte aligned), 3-bit values (6-byte eighths) and HIP targets keep
+    the per-fragment loads."""
+    for preset, layout, target in (("4bit_nc", "aos", "sm90"), ("3bit_nc", "soa", "sm90"), ("4bit_nc", "soa", "gfx942")):
+        spec = preset_spec_for_target(preset, Target(target), layout=layout)
+        assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target)

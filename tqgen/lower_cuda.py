@@ -172,6 +172,11 @@ class CudaOptions:
     tile: int = 16  # decode tokens per step (two 8-token matrix n-tiles)
     q_in_smem: bool = True  # decode A fragments (rotated queries) read from shared memory: 32 registers freed
     stages: int = 3  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
+    # 4-bit keys: decode looks up the codes of the first `pair_chunks` of the D/16 key chunks as
+    # byte -> fp16 pair in a 256-entry shared-memory table with `pair_copies` copies (lane % copies
+    # reads its own: fewer bank conflicts); the others by byte permutes. 0 copies: permutes only
+    pair_copies: int = 0
+    pair_chunks: int = 0
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -183,6 +188,10 @@ class CudaOptions:
             r.append(Reason("tile", self.tile, [16], "the fragment layout fixes 16 tokens per step"))
         if self.stages != 0 and not 2 <= self.stages <= 8:
             r.append(Reason("stages", self.stages, "0 (register prefetch) or 2..8"))
+        if self.pair_copies not in (0, 1, 2, 4, 8, 16, 32):
+            r.append(Reason("pair_copies", self.pair_copies, [0, 1, 2, 4, 8, 16, 32]))
+        if not 0 <= self.pair_chunks <= 16:
+            r.append(Reason("pair_chunks", self.pair_chunks, "0..16 (chunks of 16 key dimensions)"))
         if not 1 <= self.decode_min_blocks <= 8:
             r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..8"))
         return r
@@ -193,9 +202,13 @@ class CudaOptions:
 
 # H200 option sweep (bench/results/h200-2026-12-01-cuda-sweep.md, B=32 L=32K, one warp per query
 # octet): 16 warps per SM (128 registers) with a 3-stage cp.async pipeline beat 12 warps with 4
-# stages (4bit_nc SoA 618 vs 626 us, k3v4_nc 660 vs 715); fp8 keys prefer register prefetch.
+# stages (4bit_nc SoA 618 vs 626 us, k3v4_nc 660 vs 715). With line loads (SoA) fp8 keys take the
+# pipeline too: k8v4 626 / 594 us (B=32 L=32K / B=128 L=8K) vs 721 / 716 with register prefetch.
+# Lloyd-Max keys by shared-memory pair table (bench/dbg/pairs.py, same run): 4bit_nc 524 / 553 us
+# with 8 copies vs 619 / 618 with byte permutes (1 copy 539 / 558; half the chunks 550 / 573).
 CUDA_OPTIONS: dict[Target, CudaOptions] = {
-    Target.SM80: CudaOptions(), Target.SM86: CudaOptions(), Target.SM89: CudaOptions(), Target.SM90: CudaOptions(),
+    Target.SM80: CudaOptions(), Target.SM86: CudaOptions(), Target.SM89: CudaOptions(),
+    Target.SM90: CudaOptions(pair_copies=8, pair_chunks=16),
     Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4),  # 2 logical warps per wave64
     Target.GFX942: CudaOptions(decode_warps=4, row_warps=4),
     Target.GFX950: CudaOptions(decode_warps=4, row_warps=4),
@@ -203,8 +216,9 @@ CUDA_OPTIONS: dict[Target, CudaOptions] = {
 
 _NV = (Target.SM80, Target.SM86, Target.SM89, Target.SM90)
 CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
-    OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"),), (("stages", 0),),
-                   "fp8 keys: register prefetch 663 us vs cp.async 728 us (B=32, L=32K, SoA)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3)), (("pair_copies", 1),),
+                   "3-bit keys: one pair-table copy (64 entries) beats 8: k3v4_nc 476 vs 499 us, 3bit_nc 650 vs "
+                   "678 us (B=32, L=32K, SoA)"),
 ) + tuple(
     OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 6),),
                    "AoS (register prefetch, 2-byte metadata loads): 7-8 blocks spill 8 bytes at 128 registers; 6 "
@@ -416,6 +430,92 @@ def _async_copy(spec: LayoutSpec, platform: Platform) -> bool:
             and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
 
 
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def line_reads(kd: int, vd: int) -> list[list[tuple[int, int, int]]]:
+    """The decode's fragment reads of one staged tile, as the kernel issues them: one list per
+    instruction of (lane, token, record byte) with the access width implied per instruction
+    (see ``_lds_width``). Thread (g, r) reads the K quarter r of tokens g and 8 + g, and the V
+    eighth g of tokens 2r + (i & 1) + 8 (i >> 1) (the mma fragment layout)."""
+    kq, vq = kd // 4, vd // 8
+    wk, wv = _lds_width(kq), _lds_width(vq)
+    out = []
+    for j in range(2):
+        for x in range(kq // wk):
+            out.append([(ln, 8 * j + ln // 4, (ln % 4) * kq + x * wk) for ln in range(32)])
+    for i in range(4):
+        for x in range(vq // wv):
+            out.append([(ln, 2 * (ln % 4) + (i & 1) + 8 * (i >> 1), kd + (ln // 4) * vq + x * wv) for ln in range(32)])
+    return out
+
+
+def _lds_width(nbytes: int) -> int:
+    """Widest shared-memory access (16, 8 or 4 bytes) that tiles a piece of ``nbytes`` at offsets
+    that are multiples of it (the piece starts at lane·nbytes)."""
+    return 16 if nbytes % 16 == 0 else (8 if nbytes % 8 == 0 else 4)
+
+
+def line_conflicts(kd: int, vd: int, ncp: int, sa: int, sb: int) -> int:
+    """Shared-memory wavefronts of one tile's fragment reads when chunk c of token t sits at
+    chunk c ^ swz(t) of a row of ``ncp`` 16-byte chunks, swz(t) = sa·((t >> 1) & 3) ^ sb·(t & 1).
+    A w-byte access serves 128 / w lanes per wavefront; within one, a bank holding several
+    distinct words costs one more wavefront each (the same word is a broadcast)."""
+    total = 0
+    reads = line_reads(kd, vd)
+    widths = [_lds_width(kd // 4)] * (len(reads) - 4 * (vd // 8 // _lds_width(vd // 8))) + \
+        [_lds_width(vd // 8)] * (4 * (vd // 8 // _lds_width(vd // 8)))
+    for ins, w in zip(reads, widths):
+        per = 128 // w
+        for p0 in range(0, 32, per):
+            banks: dict[int, set[int]] = {}
+            for ln, t, b in ins[p0:p0 + per]:
+                swz = (sa * ((t >> 1) & 3)) ^ (sb * (t & 1))
+                addr = t * ncp * 16 + (((b >> 4) ^ swz) << 4) + (b & 15)
+                for word in range(addr // 4, (addr + w) // 4):
+                    banks.setdefault(word % 32, set()).add(word)
+            total += max(len(v) for v in banks.values())
+    return total
+
+
+@lru_cache(maxsize=None)
+def line_swizzle(kd: int, vd: int) -> tuple[int, int, int]:
+    """(ncp, sa, sb) with the fewest wavefronts (``line_conflicts``); ties go to the smallest."""
+    ncp = _pow2_at_least((kd + vd) // 16)
+    best = min((line_conflicts(kd, vd, ncp, sa, sb), sa, sb) for sa in range(ncp) for sb in range(ncp)
+               if sa * 3 < ncp)  # every swz(t) < ncp, so c ^ swz(t) stays in the row
+    return ncp, best[1], best[2]
+
+
+def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
+    """Decode line loads (SoA, cp.async pipeline): a token-head's K and V bytes are one contiguous
+    record of 16-byte chunks, so the warp copies each tile's 16 records whole, 16 bytes a lane
+    (full 128-byte lines; H200: 83 % of the copy ceiling with no compute vs 59 % for per-fragment
+    pieces), plus the tile's fp16 fields (one 32-byte run per field). None when the layout does not
+    allow it (AoS, unaligned records, pieces that are not whole words)."""
+    if spec.layout is not Layout.SOA or not _async_copy(spec, platform):
+        return None
+    bl = derive_layout(spec)
+    rec = bl.kd + bl.vd
+    if rec % 16 or (bl.kd // 4) % 4 or (bl.vd // 8) % 4:
+        return None
+    names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
+    for h in range(1, 17):
+        page = bl.page(h)
+        k, v = page["k_data"], page["v_data"]
+        if (v.offset != k.offset + bl.kd or (v.token_stride, v.head_stride) != (k.token_stride, k.head_stride)
+                or math.gcd(k.offset, k.token_stride, k.head_stride, page.block_bytes) % 16):
+            return None
+        for f in names:
+            fa = page[f]
+            if fa.token_stride != 2 or math.gcd(fa.offset, fa.head_stride, page.block_bytes) % 16:
+                return None
+    ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
+    return dict(nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
+                wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
+
+
 def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> dict[str, Any]:
     bl = derive_layout(spec)
     fp8 = None
@@ -442,6 +542,10 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
         inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec), meta_pairs=_meta_pairs(spec),
         async_copy=options.stages >= 2 and _async_copy(spec, platform),
+        lines=_line_loads(spec, platform) if options.stages >= 2 else None,
+        pair_copies=options.pair_copies if (platform.name == "cuda" and spec.key_bits in (3, 4)
+                                             and not spec.key_codec.is_fp8) else 0,
+        pair_chunks=options.pair_chunks,
         options=options, platform=platform,
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
