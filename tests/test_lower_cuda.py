@@ -114,3 +114,21 @@ def test_line_loads_only_where_records_are_whole_lines():
     for preset, layout, target in (("4bit_nc", "aos", "sm90"), ("3bit_nc", "soa", "sm90"), ("4bit_nc", "soa", "gfx942")):
         spec = preset_spec_for_target(preset, Target(target), layout=layout)
         assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target)
+
+
+def test_decode_splits_fill_whole_waves():
+    """The split count is a multiple of the block's warps, respects the caps, and fills the waves
+    of resident warps (132 SMs x 16 on the H200): the rule picks one full wave where one exists."""
+    from tqgen.cuda_launch import decode_splits
+    waves = 132 * 16
+    assert decode_splits(32 * 8, 32768, waves, 2) == 8     # 2048 warps: 0.97 of a wave (10 was 1.21 waves)
+    assert decode_splits(128 * 8, 8192, waves, 2) == 2     # 2048 again
+    assert decode_splits(1 * 8, 4096, waves, 2) == 64      # latency-bound: as many splits as allowed
+    assert decode_splits(1, 100, waves, 2) == 2            # 7 tiles: the minimum, a whole block
+    for units in range(1, 600, 7):
+        for L in (16, 1000, 4096, 131072):
+            s = decode_splits(units, L, waves, 2)
+            assert s % 2 == 0 and 2 <= s <= max(2, min(64, -(-L // 16) // 4))
+            fill = units * s / (-(-units * s // waves) * waves)
+            assert fill >= 0.95 or all(units * t / (-(-units * t // waves) * waves) <= fill + 1e-9
+                                       for t in range(2, s, 2)), (units, L, s)

@@ -144,6 +144,25 @@ def build_binary(v: Variant, arch: str) -> Path:
     return out
 
 
+def decode_splits(units: int, max_seq_len: int, resident_warps: int, warps_per_block: int) -> int:
+    """Splits per (sequence, KV head): a multiple of the block's warps, at most 64 and at most a
+    quarter of the tiles (16 tokens each). Equal splits run equally long, so the grid should fill
+    whole waves of ``resident_warps``: the fewest splits whose ``units · splits`` warps fill their
+    waves to >= 95 %, else the best fill (B=1: the most splits). B=32, Hk=8 on 132 SMs x 16 warps
+    took 10 splits before (1.21 waves, the second 21 % full); now 8 (0.97 of one wave)."""
+    w = warps_per_block
+    cap = max(w, min(64, max(1, math.ceil(max_seq_len / 16)) // 4) // w * w)
+    best, best_fill = w, -1.0
+    for s in range(w, cap + 1, w):
+        warps = max(1, units) * s
+        fill = warps / (math.ceil(warps / resident_warps) * resident_warps)
+        if fill >= 0.95:
+            return s
+        if fill > best_fill + 1e-9:
+            best, best_fill = s, fill
+    return best
+
+
 # ------------------------------------------------------------------------------- kernels
 def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
     return ctypes.c_void_p(t.data_ptr() if t is not None else 0)
@@ -212,15 +231,12 @@ class CudaKernels:
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
-        """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe):
-        ~16 warps per SM over the grid (H200 sweep, bench/results/h200-2026-11-30-cuda-*.md: 8 splits
-        at B=32/L=32K and B=128/L=8K, 32-64 at B=1/L=4K), at least 4 tiles per split, a whole block."""
+        """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe); see
+        ``decode_splits``. Resident warps per SM: the launch bound's blocks x warps (CUDA), 16 (HIP)."""
         sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
-        w = self.variant.options.decode_warps
-        want = max(1, math.ceil(16 * sms / max(1, batch * num_kv_heads)))
-        tiles = max(1, math.ceil(max_seq_len / 16))
-        s = int(max(1, min(want, tiles // 4, 64)))
-        return math.ceil(s / w) * w
+        o = self.variant.options
+        per_sm = 16 if self.variant.target.info.vendor is Vendor.AMD else o.decode_min_blocks * o.decode_warps
+        return decode_splits(batch * num_kv_heads, max_seq_len, sms * per_sm, o.decode_warps)
 
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
         d = self.spec.head_dim
