@@ -219,6 +219,11 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
     OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3)), (("pair_copies", 1),),
                    "3-bit keys: one pair-table copy (64 entries) beats 8: k3v4_nc 476 vs 499 us, 3bit_nc 650 vs "
                    "678 us (B=32, L=32K, SoA)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
+                   (("decode_warps", 4), ("decode_min_blocks", 4), ("pair_copies", 16)),
+                   "4-bit keys, SoA: 4 blocks of 4 warps share a 16-copy pair table (46 KB of static shared memory "
+                   "per block): 494 / 507 us vs 525 / 540 us with 8 blocks of 2 warps and 8 copies (B=32 L=32K / "
+                   "B=128 L=8K, bench/dbg/warps.py)"),
 ) + tuple(
     OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 6),),
                    "AoS (register prefetch, 2-byte metadata loads): 7-8 blocks spill 8 bytes at 128 registers; 6 "
