@@ -333,6 +333,11 @@ class Bench:
         try:
             commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                                     timeout=5).stdout.strip() or None
+            # tracked files that differ from HEAD (a copied working tree, uncommitted edits): say so
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            if commit and dirty:
+                commit += "+modified"
         except Exception:  # noqa: BLE001
             commit = None
         cpu = f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
