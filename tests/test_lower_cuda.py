@@ -11,7 +11,7 @@ from tqgen.codebook import lloyd_max
 from tqgen.ir import LayoutSpec, SpecError, Target
 from tqgen.layout import derive_layout
 from tqgen.lower_cuda import (_lds_width, _lut_words, cuda_options, cuda_reasons, field_alignment, layout_params,
-                              line_conflicts, line_swizzle, make_variant, render_cuda)
+                              line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
 
@@ -102,6 +102,7 @@ def test_line_loads_swizzle_is_conflict_free(preset):
     kq, vq = bl.kd // 4, bl.vd // 8  # bytes per thread: a K quarter of 2 tokens, a V eighth of 4
     wk, wv = _lds_width(kq), _lds_width(vq)
     minimum = 2 * (kq // wk) * (wk // 4) + 4 * (vq // wv) * (wv // 4)  # a w-byte warp access: w / 4 wavefronts
+    assert sum(w // 4 for w, _ in line_reads(bl.kd, bl.vd)) == minimum
     assert line_conflicts(bl.kd, bl.vd, ncp, sa, sb) == minimum
     assert line_conflicts(bl.kd, bl.vd, ncp, 0, 0) > minimum
     src = render_cuda(make_variant(spec, "sm90"))
@@ -111,7 +112,8 @@ def test_line_loads_swizzle_is_conflict_free(preset):
 def test_line_loads_only_where_records_are_whole_lines():
     """AoS slots (134 bytes: 2-byte aligned), 3-bit values (6-byte eighths) and HIP targets keep
     the per-fragment loads."""
-    for preset, layout, target in (("4bit_nc", "aos", "sm90"), ("3bit_nc", "soa", "sm90"), ("4bit_nc", "soa", "gfx942")):
+    for preset, layout, target in (("4bit_nc", "aos", "sm90"), ("3bit_nc", "soa", "sm90"),
+                                   ("4bit_nc", "soa", "gfx942")):
         spec = preset_spec_for_target(preset, Target(target), layout=layout)
         assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target)
 

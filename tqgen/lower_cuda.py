@@ -439,27 +439,28 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def line_reads(kd: int, vd: int) -> list[list[tuple[int, int, int]]]:
-    """The decode's fragment reads of one staged tile, as the kernel issues them: one list per
-    instruction of (lane, token, record byte) with the access width implied per instruction
-    (see ``_lds_width``). Thread (g, r) reads the K quarter r of tokens g and 8 + g, and the V
-    eighth g of tokens 2r + (i & 1) + 8 (i >> 1) (the mma fragment layout)."""
+def _lds_width(nbytes: int) -> int:
+    """Widest shared-memory access (16, 8 or 4 bytes) that tiles a piece of ``nbytes`` at offsets
+    that are multiples of it (the piece starts at lane·nbytes)."""
+    return 16 if nbytes % 16 == 0 else (8 if nbytes % 8 == 0 else 4)
+
+
+def line_reads(kd: int, vd: int) -> list[tuple[int, list[tuple[int, int]]]]:
+    """The decode's fragment reads of one staged tile, as the kernel issues them: per instruction,
+    its access width in bytes and the (token, record byte) of each of the 32 lanes. Thread (g, r)
+    reads the K quarter r of tokens g and 8 + g, and the V eighth g of tokens 2r + (i & 1) + 8 (i >> 1)
+    (the mma fragment layout)."""
     kq, vq = kd // 4, vd // 8
     wk, wv = _lds_width(kq), _lds_width(vq)
     out = []
     for j in range(2):
         for x in range(kq // wk):
-            out.append([(ln, 8 * j + ln // 4, (ln % 4) * kq + x * wk) for ln in range(32)])
+            out.append((wk, [(8 * j + ln // 4, (ln % 4) * kq + x * wk) for ln in range(32)]))
     for i in range(4):
         for x in range(vq // wv):
-            out.append([(ln, 2 * (ln % 4) + (i & 1) + 8 * (i >> 1), kd + (ln // 4) * vq + x * wv) for ln in range(32)])
+            out.append((wv, [(2 * (ln % 4) + (i & 1) + 8 * (i >> 1), kd + (ln // 4) * vq + x * wv)
+                             for ln in range(32)]))
     return out
-
-
-def _lds_width(nbytes: int) -> int:
-    """Widest shared-memory access (16, 8 or 4 bytes) that tiles a piece of ``nbytes`` at offsets
-    that are multiples of it (the piece starts at lane·nbytes)."""
-    return 16 if nbytes % 16 == 0 else (8 if nbytes % 8 == 0 else 4)
 
 
 def line_conflicts(kd: int, vd: int, ncp: int, sa: int, sb: int) -> int:
@@ -468,14 +469,11 @@ def line_conflicts(kd: int, vd: int, ncp: int, sa: int, sb: int) -> int:
     A w-byte access serves 128 / w lanes per wavefront; within one, a bank holding several
     distinct words costs one more wavefront each (the same word is a broadcast)."""
     total = 0
-    reads = line_reads(kd, vd)
-    widths = [_lds_width(kd // 4)] * (len(reads) - 4 * (vd // 8 // _lds_width(vd // 8))) + \
-        [_lds_width(vd // 8)] * (4 * (vd // 8 // _lds_width(vd // 8)))
-    for ins, w in zip(reads, widths):
+    for w, lanes in line_reads(kd, vd):
         per = 128 // w
         for p0 in range(0, 32, per):
             banks: dict[int, set[int]] = {}
-            for ln, t, b in ins[p0:p0 + per]:
+            for t, b in lanes[p0:p0 + per]:
                 swz = (sa * ((t >> 1) & 3)) ^ (sb * (t & 1))
                 addr = t * ncp * 16 + (((b >> 4) ^ swz) << 4) + (b & 15)
                 for word in range(addr // 4, (addr + w) // 4):
