@@ -516,6 +516,7 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
                 return None
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
     return dict(nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
+                wk=_lds_width(bl.kd // 4), wv=_lds_width(bl.vd // 8),
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 
