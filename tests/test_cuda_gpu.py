@@ -24,6 +24,11 @@ CUDA = [v for v in default_matrix()[0] if v.backend is Backend.CUDA]
 # fp8 keys stored rotated (y = k·Πᵀ; not in the default matrix): built on demand
 ROTATED_FP8 = [make_variant(LayoutSpec.from_preset("k8v4", layout=lay, rotation=rot, rotation_seed=seed), "sm90")
                for lay, rot, seed in (("soa", "hadamard", 0), ("aos", "rht", 5))]
+# head_dim 64 (the SmolLM2 shape; not in the default matrix): line loads of 6-byte 3-bit key quarters and
+# 3-byte value eighths (tq_lds_bytes) run only here
+D64 = [make_variant(LayoutSpec.from_preset(p, layout="soa", head_dim=64), "sm90")
+       for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [make_variant(LayoutSpec.from_preset(
+           "3bit_nc", layout="aos", head_dim=64), "sm90")]
 SHAPES = [
     ([32768, 1, 0, 4099, 16, 1000, 8191, 17], 8, 4, torch.bfloat16),
     ([int(x) for x in torch.randint(1, 2048, (64,), generator=torch.Generator().manual_seed(1))], 2, 8,
@@ -38,7 +43,7 @@ def _portable(v):
     return make_variant(v.spec, v.target, "portable")
 
 
-@pytest.mark.parametrize("variant", CUDA + [_portable(v) for v in CUDA if str(v.target) == "sm90"] + ROTATED_FP8,
+@pytest.mark.parametrize("variant", CUDA + [_portable(v) for v in CUDA if str(v.target) == "sm90"] + ROTATED_FP8 + D64,
                          ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     from tqgen.cuda_launch import load_variant
@@ -61,6 +66,10 @@ def test_variant_matches_reference(variant):
             ref.store(spec, case["key"][sl], case["value"][sl], want, case["slot_mapping"][sl])
         diff = compare_store(spec, got, want, case["key"], case["slot_mapping"])
         assert diff.ok, diff.summary()
+        if i == 1:  # the kernel reads int32 and int64 slot mappings: the same bytes
+            got64 = ref.allocate(spec, case["num_blocks"], hk, dev)
+            kern.store(case["key"], case["value"], got64, case["slot_mapping"].to(torch.int64))
+            assert case["slot_mapping"].dtype == torch.int32 and torch.equal(got64, got)
         for sinks, window in ((None, None), (case["sinks"], 1000)):
             out = kern.decode(case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
                               sliding_window=window)

@@ -110,12 +110,46 @@ def test_line_loads_swizzle_is_conflict_free(preset):
 
 
 def test_line_loads_only_where_records_are_whole_lines():
-    """AoS slots (134 bytes: 2-byte aligned), 3-bit values (6-byte eighths) and HIP targets keep
-    the per-fragment loads."""
-    for preset, layout, target in (("4bit_nc", "aos", "sm90"), ("3bit_nc", "soa", "sm90"),
-                                   ("4bit_nc", "soa", "gfx942")):
-        spec = preset_spec_for_target(preset, Target(target), layout=layout)
-        assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target)
+    """AoS slots (134 bytes: 2-byte aligned), records that are not whole 16-byte chunks (k3v4_nc at
+    head_dim 64: 24 + 32 bytes) and HIP targets keep the per-fragment loads; 3-bit values (6-byte
+    eighths at D=128, 3-byte at D=64) take line loads with unaligned piece reads."""
+    for preset, layout, target, d in (("4bit_nc", "aos", "sm90", 128), ("k3v4_nc", "soa", "sm90", 64),
+                                      ("4bit_nc", "soa", "gfx942", 128)):
+        spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d)
+        assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target, d)
+    for d, pieces in ((128, ("tq_lds_bytes<VQ, 2, NCP>",)), (64, ("tq_lds_bytes<KQ, 2, NCP>", "tq_lds_bytes<VQ, 2, NCP>"))):
+        src = render_cuda(make_variant(LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=d), "sm90"))
+        assert "#define TQ_LINES 1" in src and all(x in src for x in pieces), d
+
+
+@pytest.mark.parametrize("kd,vd", [(48, 48), (24, 24), (48, 64), (64, 64), (32, 32)])
+def test_line_piece_reads_assemble_each_piece(kd, vd):
+    """The kernel's tq_lds_bytes / tq_lds_words, re-enacted on a random staged record: every lane's
+    words (funnel-shifted by its piece's offset in its first word) start with exactly its piece's
+    bytes, no read leaves the record, and the words read are those the bank-conflict model
+    (``line_reads``) counts."""
+    import random
+    from tqgen.lower_cuda import _piece_reads, _piece_words
+    rng = random.Random(kd * 1000 + vd)
+    rec = bytes(rng.randrange(256) for _ in range(kd + vd))
+    word = lambda i: int.from_bytes(rec[4 * i:4 * i + 4], "little")
+    modelled = {(w, t, b) for w, lanes in line_reads(kd, vd) for t, b in lanes}
+    for n, starts in ((kd // 4, [r * (kd // 4) for r in range(4)]), (vd // 8, [kd + g * (vd // 8) for g in range(8)])):
+        reads = _piece_reads(n, starts)
+        for b in starts:
+            if reads:  # tq_lds_bytes: aligned words from b's on, clamped to the piece's last word
+                idx = [min(b // 4 + x, (b + n - 1) // 4) for x in range(reads)]
+                ws = [word(i) for i in idx] + [0]
+                sh = 8 * (b % 4)
+                out = [((ws[x] | ws[x + 1] << 32) >> sh) & 0xFFFFFFFF for x in range((n + 3) // 4)]
+                addrs = [4 * i for i in idx]
+            else:  # tq_lds_words: whole aligned accesses
+                out = [word(b // 4 + x) for x in range(n // 4)]
+                addrs = _piece_words(n, b, 0, _lds_width(n))
+            got = b"".join(x.to_bytes(4, "little") for x in out)[:n]
+            assert got == rec[b:b + n], (n, b)
+            assert all(0 <= a and a + 4 <= kd + vd for a in addrs), (n, b, addrs)
+            assert all(any(m[2] == a for m in modelled) for a in addrs), (n, b)
 
 
 def test_decode_splits_fill_whole_waves():

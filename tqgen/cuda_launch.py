@@ -216,14 +216,18 @@ class CudaKernels:
         if n == 0:
             return
         key, value = _rows16(key), _rows16(value)
-        slots = slot_mapping if slot_mapping.dtype == torch.int64 else slot_mapping.to(torch.int64)
+        if slot_mapping.dtype not in (torch.int32, torch.int64):  # checked even with check=False: no host sync
+            raise ValueError(f"store: slot_mapping dtype {slot_mapping.dtype} not supported: int32 or int64 "
+                             "(one slot per token; -1 skips a token)")
+        slots = slot_mapping.contiguous()  # the kernel reads either width
         rows = n * hk
         if rows >= 2**31:
             raise ValueError(f"store: {n} tokens x {hk} heads = {rows} rows; the CUDA store indexes rows with 32 bits "
                              f"(at most {2**31 - 1}). Store in chunks of fewer tokens.")
         warps = self.variant.options.row_warps
         per_block = warps * (32 // store_lanes(d))  # rows per block
-        args = [_ptr(key), _ptr(value), _ptr(cache), _ptr(slots), ctypes.c_longlong(rows), ctypes.c_int(hk),
+        args = [_ptr(key), _ptr(value), _ptr(cache), _ptr(slots), ctypes.c_int(slots.element_size() == 8),
+                ctypes.c_longlong(rows), ctypes.c_int(hk),
                 ctypes.c_longlong(key.stride(0)), ctypes.c_longlong(key.stride(1)),
                 ctypes.c_longlong(value.stride(0)), ctypes.c_longlong(value.stride(1)), self._layout(hk)]
         self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / per_block), 1, 1), 32 * warps, args,

@@ -425,14 +425,21 @@ def _meta_pairs(spec: LayoutSpec) -> bool:
     return True
 
 
+def _pipeline_ok(spec: LayoutSpec, platform: Platform) -> bool:
+    """What any cp.async decode pipeline needs: CUDA fragments, whole tiles inside one block, fp16
+    fields of adjacent tokens side by side."""
+    return (platform.name == "cuda" and platform.mma_impl == "ptx" and spec.block_size % 16 == 0
+            and _meta_pairs(spec))
+
+
 def _async_copy(spec: LayoutSpec, platform: Platform) -> bool:
-    """The cp.async decode pipeline: CUDA fragments, whole tiles inside one block, and every piece a
-    thread copies (K quarter, V eighth, fp16 pairs) made of aligned 4-byte words."""
+    """The cp.async decode pipeline: line loads (``_line_loads``), or per-thread pieces where every
+    piece a thread copies (K quarter, V eighth, fp16 pairs) is made of aligned 4-byte words."""
     bl = derive_layout(spec)
     a = _alignments(spec)
-    return (platform.name == "cuda" and platform.mma_impl == "ptx" and spec.block_size % 16 == 0
-            and _meta_pairs(spec) and a["k_quarter"] >= 4 and a["v_eighth"] >= 4
-            and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
+    return _line_loads(spec, platform) is not None or (
+        _pipeline_ok(spec, platform) and a["k_quarter"] >= 4 and a["v_eighth"] >= 4
+        and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
 
 
 def _pow2_at_least(n: int) -> int:
@@ -445,21 +452,41 @@ def _lds_width(nbytes: int) -> int:
     return 16 if nbytes % 16 == 0 else (8 if nbytes % 8 == 0 else 4)
 
 
+def _piece_reads(n: int, starts: list[int]) -> int:
+    """Aligned 4-byte shared loads that cover an ``n``-byte piece at any of ``starts`` (0 when
+    ``n`` is whole words and every start is word-aligned: then ``_lds_width`` reads apply)."""
+    if n % 4 == 0 and all(b % 4 == 0 for b in starts):
+        return 0
+    return max((b % 4 + n + 3) // 4 for b in starts)
+
+
+def _piece_words(n: int, b: int, reads: int, w: int) -> list[int]:
+    """The record bytes read by one lane for its ``n``-byte piece at byte ``b``: ``n // w`` aligned
+    ``w``-byte accesses, or (``reads`` > 0) ``reads`` 4-byte words from b's word on, each clamped
+    to the piece's last word (the kernel's ``tq_lds_bytes``)."""
+    if not reads:
+        return [b + x * w for x in range(n // w)]
+    return [4 * min(b // 4 + x, (b + n - 1) // 4) for x in range(reads)]
+
+
 def line_reads(kd: int, vd: int) -> list[tuple[int, list[tuple[int, int]]]]:
     """The decode's fragment reads of one staged tile, as the kernel issues them: per instruction,
     its access width in bytes and the (token, record byte) of each of the 32 lanes. Thread (g, r)
     reads the K quarter r of tokens g and 8 + g, and the V eighth g of tokens 2r + (i & 1) + 8 (i >> 1)
-    (the mma fragment layout)."""
+    (the mma fragment layout). Pieces that are not whole aligned words (3-bit values: 6-byte
+    eighths; 3-bit keys at head_dim 64: 6-byte quarters) are read as aligned 4-byte words."""
     kq, vq = kd // 4, vd // 8
-    wk, wv = _lds_width(kq), _lds_width(vq)
+    rk, rv = _piece_reads(kq, [r * kq for r in range(4)]), _piece_reads(vq, [kd + g * vq for g in range(8)])
+    wk, wv = (4 if rk else _lds_width(kq)), (4 if rv else _lds_width(vq))
     out = []
     for j in range(2):
-        for x in range(kq // wk):
-            out.append((wk, [(8 * j + ln // 4, (ln % 4) * kq + x * wk) for ln in range(32)]))
+        per_lane = [_piece_words(kq, (ln % 4) * kq, rk, wk) for ln in range(32)]
+        for x in range(len(per_lane[0])):
+            out.append((wk, [(8 * j + ln // 4, per_lane[ln][x]) for ln in range(32)]))
     for i in range(4):
-        for x in range(vq // wv):
-            out.append((wv, [(2 * (ln % 4) + (i & 1) + 8 * (i >> 1), kd + (ln // 4) * vq + x * wv)
-                             for ln in range(32)]))
+        per_lane = [_piece_words(vq, kd + (ln // 4) * vq, rv, wv) for ln in range(32)]
+        for x in range(len(per_lane[0])):
+            out.append((wv, [(2 * (ln % 4) + (i & 1) + 8 * (i >> 1), per_lane[ln][x]) for ln in range(32)]))
     return out
 
 
@@ -496,12 +523,13 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
     record of 16-byte chunks, so the warp copies each tile's 16 records whole, 16 bytes a lane
     (full 128-byte lines; H200: 83 % of the copy ceiling with no compute vs 59 % for per-fragment
     pieces), plus the tile's fp16 fields (one 32-byte run per field). None when the layout does not
-    allow it (AoS, unaligned records, pieces that are not whole words)."""
-    if spec.layout is not Layout.SOA or not _async_copy(spec, platform):
+    allow it (AoS, records that are not whole 16-byte chunks). Pieces that are not whole aligned
+    words (``rk``/``rv`` > 0) are read as that many aligned 4-byte words and funnel-shifted."""
+    if spec.layout is not Layout.SOA or not _pipeline_ok(spec, platform):
         return None
     bl = derive_layout(spec)
     rec = bl.kd + bl.vd
-    if rec % 16 or (bl.kd // 4) % 4 or (bl.vd // 8) % 4:
+    if rec % 16 or bl.kd % 4 or bl.vd % 8:
         return None
     names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
     for h in range(1, 17):
@@ -515,8 +543,10 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
             if fa.token_stride != 2 or math.gcd(fa.offset, fa.head_stride, page.block_bytes) % 16:
                 return None
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
+    kq, vq = bl.kd // 4, bl.vd // 8
     return dict(nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
-                wk=_lds_width(bl.kd // 4), wv=_lds_width(bl.vd // 8),
+                wk=_lds_width(kq), wv=_lds_width(vq),
+                rk=_piece_reads(kq, [r * kq for r in range(4)]), rv=_piece_reads(vq, [bl.kd + g * vq for g in range(8)]),
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 
