@@ -234,7 +234,13 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
     for t in _NV) + tuple(
     OptionOverride(t, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 3)), (("decode_min_blocks", 5),),
                    "3-bit keys in AoS need 174-177 registers; 5 blocks leave 204")
-    for t in _NV)
+    for t in _NV) + (
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3)),
+                   (("decode_warps", 4), ("decode_min_blocks", 4)),
+                   "3-bit keys, SoA, with line loads: 4 blocks of 4 warps (one 64-entry pair table each): 3bit_nc "
+                   "537 / 566 us vs 547 / 626 us with 7 blocks of 2 warps, k3v4_nc 476 / 509 vs 488 / 520 us (B=32 "
+                   "L=32K / B=128 L=8K; 4 or 16 table copies and 3 blocks are slower; bench/dbg/sweep3.py)"),
+)
 
 
 def cuda_options(spec: LayoutSpec, target: Target) -> CudaOptions:

@@ -1,0 +1,48 @@
+"""3-bit-key SoA decode options after 3-bit value line loads: block shape x pair-table copies x stages,
+B=32 L=32K and B=128 L=8K (debug, not a result)."""
+import dataclasses
+import sys
+
+import torch
+
+sys.path.insert(0, "bench")
+from cuda_h200 import bench, copy_ceiling, paged  # noqa: E402
+from tqgen import reference as ref  # noqa: E402
+from tqgen.build import preset_spec_for_target  # noqa: E402
+from tqgen.cuda_launch import load_variant  # noqa: E402
+from tqgen.ir import Target  # noqa: E402
+from tqgen.layout import derive_layout  # noqa: E402
+from tqgen.lower_cuda import cuda_options, make_variant  # noqa: E402
+from tqgen.testing import rel_err  # noqa: E402
+
+dev = torch.device("cuda")
+ceil = copy_ceiling()
+rows = []
+for preset in ("3bit_nc", "k3v4_nc"):
+    spec = preset_spec_for_target(preset, Target.SM90, layout="soa")
+    o = cuda_options(spec, Target.SM90)
+    combos = {"default": o,
+              "c8": dataclasses.replace(o, pair_copies=8),
+              "w4b4c1": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4),
+              "w4b4c4": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4, pair_copies=4),
+              "w4b4c16": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4, pair_copies=16),
+              "w4b3c1": dataclasses.replace(o, decode_warps=4, decode_min_blocks=3),
+              "st4": dataclasses.replace(o, stages=4),
+              "pc0": dataclasses.replace(o, pair_copies=0)}
+    combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
+    kerns = {k: load_variant(make_variant(spec, "sm90", options=v)) for k, v in combos.items()}
+    for b, L in ((32, 32768), (128, 8192)):
+        q = torch.randn(b, 32, 128, device=dev, dtype=torch.bfloat16)
+        cache, bt, sl = paged(spec, b, L, 8, dev, kerns["default"])
+        nbytes = b * L * 8 * derive_layout(spec).slot_bytes
+        exp = ref.decode(spec, q[:2], cache, bt[:2], sl[:2])
+        for name, kern in kerns.items():
+            err = rel_err(kern.decode(q[:2], cache, bt[:2], sl[:2]), exp)
+            sp = kern.num_splits_for(b, 8, L, dev)
+            ws = kern.workspace(b, 32, sp, dev)
+            out = torch.empty_like(q)
+            t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
+            rows.append(f"| {preset} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
+            print(rows[-1], file=sys.stderr, flush=True)
+print("\n| preset | shape | options | splits | us | % ceiling | rel err |\n|---|---|---|---|---|---|---|")
+print("\n".join(rows))
