@@ -70,7 +70,7 @@ def test_options_are_data_with_measured_overrides():
     fp8 = cuda_options(preset_spec_for_target("k8v4", Target.SM90, layout="soa"), Target.SM90)
     k4 = cuda_options(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), Target.SM90)
     k3 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), Target.SM90)
-    assert fp8.stages == 3 and k4.stages == 3 and k3.decode_min_blocks == 5 and k4.decode_min_blocks == 4
+    assert fp8.stages == 3 and k4.stages == 3 and k3.decode_min_blocks == 4 and k4.decode_min_blocks == 4
     assert (k4.pair_copies, k4.decode_warps, k3.pair_copies) == (16, 4, 1)  # 256- vs 64-entry pair tables
     assert "#define TQ_PAIR_COPIES 0" in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
     a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")
@@ -110,16 +110,73 @@ def test_line_loads_swizzle_is_conflict_free(preset):
 
 
 def test_line_loads_only_where_records_are_whole_lines():
-    """AoS slots (134 bytes: 2-byte aligned), records that are not whole 16-byte chunks (k3v4_nc at
-    head_dim 64: 24 + 32 bytes) and HIP targets keep the per-fragment loads; 3-bit values (6-byte
-    eighths at D=128, 3-byte at D=64) take line loads with unaligned piece reads."""
-    for preset, layout, target, d in (("4bit_nc", "aos", "sm90", 128), ("k3v4_nc", "soa", "sm90", 64),
-                                      ("4bit_nc", "soa", "gfx942", 128)):
+    """SoA records that are not whole 16-byte chunks (k3v4_nc at head_dim 64: 24 + 32 bytes) and HIP
+    targets keep the per-fragment loads; 3-bit values (6-byte eighths at D=128, 3-byte at D=64) take
+    line loads with unaligned piece reads, and so do AoS slots (2-byte aligned, any size)."""
+    for preset, layout, target, d in (("k3v4_nc", "soa", "sm90", 64), ("4bit_nc", "soa", "gfx942", 128),
+                                      ("4bit_nc", "aos", "gfx942", 128)):
         spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d)
         assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target, d)
     for d, pieces in ((128, ("tq_lds_bytes<VQ, 2, NCP>",)), (64, ("tq_lds_bytes<KQ, 2, NCP>", "tq_lds_bytes<VQ, 2, NCP>"))):
         src = render_cuda(make_variant(LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=d), "sm90"))
         assert "#define TQ_LINES 1" in src and all(x in src for x in pieces), d
+    for preset in ("4bit_nc", "k8v4", "k3v4_nc", "3bit_nc"):
+        for d in (64, 128):
+            src = render_cuda(make_variant(LayoutSpec.from_preset(preset, layout="aos", head_dim=d), "sm90"))
+            assert "#define TQ_LINES_AOS 1" in src, (preset, d)
+
+
+@pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc", "3bit_nc"])
+def test_aos_line_reads_assemble_each_slot(preset):
+    """AoS line loads, re-enacted: a block of slots (KV heads 1..16, the tile's 16 tokens), copied as
+    the kernel's issue_tile does (the 16-byte chunks that reach into each slot, row t of NCP chunks,
+    chunk c at c ^ swz(t)), then read as read_tile does (tq_lds_bytes at the slot's shift + piece,
+    tq_lds_u16 for the fields): every piece and field comes back exactly, and no copy leaves the block."""
+    import random
+
+    from tqgen.lower_cuda import _line_loads, platform_for
+    spec = LayoutSpec.from_preset(preset, layout="aos")
+    bl = derive_layout(spec)
+    ln = _line_loads(spec, platform_for(Target.SM90, "generic"))
+    assert ln["aos"] and ln["slot"] == bl.slot_bytes
+    kq, vq = bl.kd // 4, bl.vd // 8
+    swz = lambda t: (ln["sa"] * ((t >> 1) & 3)) ^ (ln["sb"] * (t & 1))
+    rng = random.Random(7)
+    for hk in (1, 3, 8, 16):
+        page = bl.page(hk)
+        k = page["k_data"]
+        blk = bytes(rng.randrange(256) for _ in range(page.block_bytes))
+        for h in range(hk):
+            row = {}
+            for t in range(16):
+                start = k.offset + h * k.head_stride + t * k.token_stride
+                o = start % 16
+                for c in range(ln["nc"]):
+                    if 16 * c < o + ln["slot"]:  # the kernel's predicate
+                        src = start - o + 16 * c
+                        assert src + 16 <= page.block_bytes
+                        row[(t, c ^ swz(t))] = blk[src:src + 16]
+            word = lambda t, wi: int.from_bytes(row[(t, (wi >> 2) ^ swz(t))][4 * (wi & 3):4 * (wi & 3) + 4], "little")
+
+            def lds_bytes(t, b, n, reads):
+                last = (b + n - 1) >> 2
+                ws = [word(t, min((b >> 2) + x, last)) for x in range(reads)] + [0]
+                out = [((ws[x] | ws[x + 1] << 32) >> (8 * (b & 3))) & 0xFFFFFFFF for x in range((n + 3) // 4)]
+                return b"".join(x.to_bytes(4, "little") for x in out)[:n]
+            for t in range(16):
+                start = k.offset + h * k.head_stride + t * k.token_stride
+                o = start % 16
+                slot = blk[start:start + bl.slot_bytes]
+                for r in range(4):
+                    assert lds_bytes(t, o + r * kq, kq, ln["rk"]) == slot[r * kq:(r + 1) * kq]
+                for g in range(8):
+                    b0 = ln["vo"] + g * vq
+                    assert lds_bytes(t, o + b0, vq, ln["rv"]) == slot[b0:b0 + vq]
+                for f in ("fk", "fvs", "fvz"):
+                    if ln[f] >= 0:
+                        b = o + ln[f]
+                        got = (word(t, b >> 2) >> (8 * (b & 2))) & 0xFFFF
+                        assert got == int.from_bytes(slot[ln[f]:ln[f] + 2], "little"), (hk, h, t, f)
 
 
 @pytest.mark.parametrize("kd,vd", [(48, 48), (24, 24), (48, 64), (64, 64), (32, 32)])

@@ -225,15 +225,13 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "per block): 494 / 507 us vs 525 / 540 us with 8 blocks of 2 warps and 8 copies (B=32 L=32K / "
                    "B=128 L=8K, bench/dbg/warps.py)"),
 ) + tuple(
-    OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 6),),
-                   "AoS (register prefetch, 2-byte metadata loads): 7-8 blocks spill 8 bytes at 128 registers; 6 "
-                   "leave 163 (H200: 2x8 924 us, 2x7 921 us, 4x4 913 us; within noise)")
+    OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 4),),
+                   "AoS line loads (unaligned slots: every fragment read is aligned 4-byte words + funnel shifts, "
+                   "each with its own address) need up to ~242 registers at head_dim 128; 5 blocks of 2 warps "
+                   "spill 60 bytes, 4 do not")
     for t in _NV) + tuple(
-    OptionOverride(t, (("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)), (("decode_min_blocks", 7),),
-                   "3-bit keys and values need 142-144 registers (SoA); 7 blocks leave 146")
-    for t in _NV) + tuple(
-    OptionOverride(t, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 3)), (("decode_min_blocks", 5),),
-                   "3-bit keys in AoS need 174-177 registers; 5 blocks leave 204")
+    OptionOverride(t, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
+                   (("decode_min_blocks", 7),), "3-bit keys and values need 142-144 registers (SoA); 7 blocks leave 146")
     for t in _NV) + (
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3)),
                    (("decode_warps", 4), ("decode_min_blocks", 4)),
@@ -432,10 +430,8 @@ def _meta_pairs(spec: LayoutSpec) -> bool:
 
 
 def _pipeline_ok(spec: LayoutSpec, platform: Platform) -> bool:
-    """What any cp.async decode pipeline needs: CUDA fragments, whole tiles inside one block, fp16
-    fields of adjacent tokens side by side."""
-    return (platform.name == "cuda" and platform.mma_impl == "ptx" and spec.block_size % 16 == 0
-            and _meta_pairs(spec))
+    """What any cp.async decode pipeline needs: CUDA fragments, whole tiles inside one block."""
+    return platform.name == "cuda" and platform.mma_impl == "ptx" and spec.block_size % 16 == 0
 
 
 def _async_copy(spec: LayoutSpec, platform: Platform) -> bool:
@@ -444,7 +440,7 @@ def _async_copy(spec: LayoutSpec, platform: Platform) -> bool:
     bl = derive_layout(spec)
     a = _alignments(spec)
     return _line_loads(spec, platform) is not None or (
-        _pipeline_ok(spec, platform) and a["k_quarter"] >= 4 and a["v_eighth"] >= 4
+        _pipeline_ok(spec, platform) and _meta_pairs(spec) and a["k_quarter"] >= 4 and a["v_eighth"] >= 4
         and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
 
 
@@ -475,34 +471,60 @@ def _piece_words(n: int, b: int, reads: int, w: int) -> list[int]:
     return [4 * min(b // 4 + x, (b + n - 1) // 4) for x in range(reads)]
 
 
-def line_reads(kd: int, vd: int) -> list[tuple[int, list[tuple[int, int]]]]:
-    """The decode's fragment reads of one staged tile, as the kernel issues them: per instruction,
-    its access width in bytes and the (token, record byte) of each of the 32 lanes. Thread (g, r)
-    reads the K quarter r of tokens g and 8 + g, and the V eighth g of tokens 2r + (i & 1) + 8 (i >> 1)
-    (the mma fragment layout). Pieces that are not whole aligned words (3-bit values: 6-byte
-    eighths; 3-bit keys at head_dim 64: 6-byte quarters) are read as aligned 4-byte words."""
+def _aos_shifts(spec: LayoutSpec) -> tuple[int, ...]:
+    """AoS: the offsets of a slot inside its 16-byte chunk, over KV head counts 1..16, heads and
+    tokens (blocks are whole chunks, so a slot's offset depends only on its place in the block)."""
+    bl = derive_layout(spec)
+    out = set()
+    for hk in range(1, 17):
+        k = bl.page(hk)["k_data"]
+        out |= {(k.offset + h * k.head_stride + t * k.token_stride) % 16 for h in range(hk) for t in range(16)}
+    return tuple(sorted(out))
+
+
+def _reads_for(kd: int, vd: int, vo: int, shifts: tuple[int, ...]) -> tuple[int, int]:
+    """(rk, rv): 4-byte reads per K quarter / V eighth for records starting at any of ``shifts``
+    bytes into their first chunk (0: whole aligned accesses)."""
     kq, vq = kd // 4, vd // 8
-    rk, rv = _piece_reads(kq, [r * kq for r in range(4)]), _piece_reads(vq, [kd + g * vq for g in range(8)])
+    rk = _piece_reads(kq, [o + r * kq for o in shifts for r in range(4)])
+    rv = _piece_reads(vq, [o + vo + g * vq for o in shifts for g in range(8)])
+    return rk, rv
+
+
+def line_reads(kd: int, vd: int, vo: int | None = None, o: int = 0,
+               reads: tuple[int, int] | None = None) -> list[tuple[int, list[tuple[int, int]]]]:
+    """The decode's fragment reads of one staged tile, as the kernel issues them: per instruction,
+    its access width in bytes and the (token, row byte) of each of the 32 lanes. Thread (g, r)
+    reads the K quarter r of tokens g and 8 + g, and the V eighth g of tokens 2r + (i & 1) + 8 (i >> 1)
+    (the mma fragment layout). K starts ``o`` bytes into the row (AoS: the slot's offset in its
+    chunk), V ``vo`` bytes after K (default ``kd``). Pieces that are not whole aligned words (3-bit
+    values: 6-byte eighths; 3-bit keys at head_dim 64; every AoS piece) are read as ``reads``
+    (rk, rv) aligned 4-byte words."""
+    kq, vq = kd // 4, vd // 8
+    vo = kd if vo is None else vo
+    rk, rv = reads if reads is not None else _reads_for(kd, vd, vo, (o,))
     wk, wv = (4 if rk else _lds_width(kq)), (4 if rv else _lds_width(vq))
     out = []
     for j in range(2):
-        per_lane = [_piece_words(kq, (ln % 4) * kq, rk, wk) for ln in range(32)]
+        per_lane = [_piece_words(kq, o + (ln % 4) * kq, rk, wk) for ln in range(32)]
         for x in range(len(per_lane[0])):
             out.append((wk, [(8 * j + ln // 4, per_lane[ln][x]) for ln in range(32)]))
     for i in range(4):
-        per_lane = [_piece_words(vq, kd + (ln // 4) * vq, rv, wv) for ln in range(32)]
+        per_lane = [_piece_words(vq, o + vo + (ln // 4) * vq, rv, wv) for ln in range(32)]
         for x in range(len(per_lane[0])):
             out.append((wv, [(2 * (ln % 4) + (i & 1) + 8 * (i >> 1), per_lane[ln][x]) for ln in range(32)]))
     return out
 
 
-def line_conflicts(kd: int, vd: int, ncp: int, sa: int, sb: int) -> int:
+def line_conflicts(kd: int, vd: int, ncp: int, sa: int, sb: int, vo: int | None = None,
+                   shifts: tuple[int, ...] = (0,), reads: tuple[int, int] | None = None) -> int:
     """Shared-memory wavefronts of one tile's fragment reads when chunk c of token t sits at
-    chunk c ^ swz(t) of a row of ``ncp`` 16-byte chunks, swz(t) = sa·((t >> 1) & 3) ^ sb·(t & 1).
-    A w-byte access serves 128 / w lanes per wavefront; within one, a bank holding several
-    distinct words costs one more wavefront each (the same word is a broadcast)."""
+    chunk c ^ swz(t) of a row of ``ncp`` 16-byte chunks, swz(t) = sa·((t >> 1) & 3) ^ sb·(t & 1),
+    summed over the records' ``shifts`` (AoS). A w-byte access serves 128 / w lanes per wavefront;
+    within one, a bank holding several distinct words costs one more wavefront each (the same word
+    is a broadcast)."""
     total = 0
-    for w, lanes in line_reads(kd, vd):
+    for w, lanes in (x for o in shifts for x in line_reads(kd, vd, vo, o, reads)):
         per = 128 // w
         for p0 in range(0, 32, per):
             banks: dict[int, set[int]] = {}
@@ -524,6 +546,56 @@ def line_swizzle(kd: int, vd: int) -> tuple[int, int, int]:
     return ncp, best[1], best[2]
 
 
+@lru_cache(maxsize=None)
+def line_swizzle_aos(kd: int, vd: int, vo: int, slot: int, shifts: tuple[int, ...]) -> tuple[int, int, int]:
+    """AoS rows: (ncp, sa, sb) with the fewest wavefronts over every shift; rows of the chunks a slot
+    can span (unswizzled, or one more: an odd chunk count staggers the banks) or of a power of two
+    of chunks with a swizzle; ties go to the fewest chunks."""
+    nc = (max(shifts) + slot + 15) // 16
+    reads = _reads_for(kd, vd, vo, shifts)
+    cands = [(n, 0, 0) for n in (nc, nc + 1)]
+    p2 = _pow2_at_least(nc)
+    cands += [(p2, sa, sb) for sa in range(p2) for sb in range(p2) if sa * 3 < p2 and (sa or sb)]
+    best = min((line_conflicts(kd, vd, n, sa, sb, vo, shifts, reads), n, sa, sb) for n, sa, sb in cands)
+    return best[1], best[2], best[3]
+
+
+def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
+    """AoS line loads: a token-head's slot (K, V and fp16 fields, 2-byte aligned) starts o = its
+    offset mod 16 into a 16-byte chunk (o depends on the token's place in its block only: the same
+    for every tile), so the warp copies the chunks that cover each of the tile's 16 slots (16 bytes a
+    lane; consecutive slots share lines) into rows and reads fragments at o + their slot offset, as
+    aligned 4-byte words funnel-shifted (``tq_lds_bytes``), the fields as 2-byte halves."""
+    if not _pipeline_ok(spec, platform):
+        return None
+    bl = derive_layout(spec)
+    if bl.kd % 4 or bl.vd % 8 or spec.block_size % 16:
+        return None
+    names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
+    for h in range(1, 17):
+        page = bl.page(h)
+        k = page["k_data"]
+        if k.head_stride != bl.slot_bytes or page.block_bytes % 16:
+            return None
+        for f in ["v_data"] + names:
+            fa = page[f]
+            if (fa.token_stride, fa.head_stride) != (k.token_stride, k.head_stride) or not (
+                    0 <= fa.offset - k.offset < bl.slot_bytes) or (fa.offset - k.offset) % 2:
+                return None
+    page = bl.page(16)
+    k = page["k_data"]
+    rel = {f: page[f].offset - k.offset for f in ["v_data"] + names}
+    shifts = _aos_shifts(spec)
+    vo = rel["v_data"]
+    ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, bl.slot_bytes, shifts)
+    rk, rv = _reads_for(bl.kd, bl.vd, vo, shifts)
+    kq, vq = bl.kd // 4, bl.vd // 8
+    return dict(aos=True, slot=bl.slot_bytes, nc=(max(shifts) + bl.slot_bytes + 15) // 16, ncp=ncp, sa=sa, sb=sb,
+                nmeta=0, vo=vo, fk=rel.get("k_norm", -1), fvs=rel["v_scale"], fvz=rel["v_zero"],
+                wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
+                wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb, vo, shifts, (rk, rv)))
+
+
 def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
     """Decode line loads (SoA, cp.async pipeline): a token-head's K and V bytes are one contiguous
     record of 16-byte chunks, so the warp copies each tile's 16 records whole, 16 bytes a lane
@@ -531,7 +603,9 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
     pieces), plus the tile's fp16 fields (one 32-byte run per field). None when the layout does not
     allow it (AoS, records that are not whole 16-byte chunks). Pieces that are not whole aligned
     words (``rk``/``rv`` > 0) are read as that many aligned 4-byte words and funnel-shifted."""
-    if spec.layout is not Layout.SOA or not _pipeline_ok(spec, platform):
+    if spec.layout is Layout.AOS:
+        return _aos_line_loads(spec, platform)
+    if not _pipeline_ok(spec, platform) or not _meta_pairs(spec):
         return None
     bl = derive_layout(spec)
     rec = bl.kd + bl.vd
@@ -550,7 +624,7 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
                 return None
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
     kq, vq = bl.kd // 4, bl.vd // 8
-    return dict(nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
+    return dict(aos=False, vo=bl.kd, slot=0, fk=-1, fvs=0, fvz=0, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
                 wk=_lds_width(kq), wv=_lds_width(vq),
                 rk=_piece_reads(kq, [r * kq for r in range(4)]), rv=_piece_reads(vq, [bl.kd + g * vq for g in range(8)]),
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
