@@ -233,11 +233,14 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
     OptionOverride(t, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
                    (("decode_min_blocks", 7),), "3-bit keys and values need 142-144 registers (SoA); 7 blocks leave 146")
     for t in _NV) + (
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3)),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("head_dim", 128)),
                    (("decode_warps", 4), ("decode_min_blocks", 4)),
-                   "3-bit keys, SoA, with line loads: 4 blocks of 4 warps (one 64-entry pair table each): 3bit_nc "
-                   "537 / 566 us vs 547 / 626 us with 7 blocks of 2 warps, k3v4_nc 476 / 509 vs 488 / 520 us (B=32 "
-                   "L=32K / B=128 L=8K; 4 or 16 table copies and 3 blocks are slower; bench/dbg/sweep3.py)"),
+                   "3-bit keys, SoA, head_dim 128, with line loads: 4 blocks of 4 warps (one 64-entry pair table "
+                   "each): 3bit_nc 537 / 566 us vs 547 / 626 us with 7 blocks of 2 warps, k3v4_nc 476 / 509 vs 488 / "
+                   "520 us (B=32 L=32K / B=128 L=8K; 4 or 16 table copies and 3 blocks are slower; "
+                   "bench/dbg/sweep3.py). Not at head_dim 64: tqgen bench gave 3bit_nc 32.4-32.5 % of the ceiling "
+                   "with 2-warp blocks (ab-session4, targets-v5-graph) vs 23.1 % with these (targets-v5-decode), on "
+                   "different machines; the debug sweep saw 162 vs 166 us (sweep-d64-options)"),
 )
 
 

@@ -1,5 +1,6 @@
-"""3-bit-key SoA decode options after 3-bit value line loads: block shape x pair-table copies x stages,
-B=32 L=32K and B=128 L=8K (debug, not a result)."""
+"""SoA decode options (after 3-bit value line loads): block shape x pair-table copies x stages,
+B=32 L=32K and B=128 L=8K at D=128 (Hq 32, Hk 8), or with D=64 in the environment B=32 L=32K at the
+SmolLM2 shape (Hq 9, Hk 3, D 64). Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET] (debug, not a result)."""
 import dataclasses
 import sys
 
@@ -18,8 +19,12 @@ from tqgen.testing import rel_err  # noqa: E402
 dev = torch.device("cuda")
 ceil = copy_ceiling()
 rows = []
-for preset in ("3bit_nc", "k3v4_nc"):
-    spec = preset_spec_for_target(preset, Target.SM90, layout="soa")
+import os  # noqa: E402
+D = int(os.environ.get("D", "128"))
+HQ, HK = (32, 8) if D == 128 else (9, 3)
+SHAPES = ((32, 32768), (128, 8192)) if D == 128 else ((32, 32768),)
+for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v4_nc")):
+    spec = dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout="soa"), head_dim=D)
     o = cuda_options(spec, Target.SM90)
     combos = {"default": o,
               "c8": dataclasses.replace(o, pair_copies=8),
@@ -27,22 +32,24 @@ for preset in ("3bit_nc", "k3v4_nc"):
               "w4b4c4": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4, pair_copies=4),
               "w4b4c16": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4, pair_copies=16),
               "w4b3c1": dataclasses.replace(o, decode_warps=4, decode_min_blocks=3),
+              "w2b8c8": dataclasses.replace(o, decode_warps=2, decode_min_blocks=8, pair_copies=8),
+              "w2b7c1": dataclasses.replace(o, decode_warps=2, decode_min_blocks=7, pair_copies=1),
               "st4": dataclasses.replace(o, stages=4),
               "pc0": dataclasses.replace(o, pair_copies=0)}
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     kerns = {k: load_variant(make_variant(spec, "sm90", options=v)) for k, v in combos.items()}
-    for b, L in ((32, 32768), (128, 8192)):
-        q = torch.randn(b, 32, 128, device=dev, dtype=torch.bfloat16)
-        cache, bt, sl = paged(spec, b, L, 8, dev, kerns["default"])
-        nbytes = b * L * 8 * derive_layout(spec).slot_bytes
+    for b, L in SHAPES:
+        q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)
+        cache, bt, sl = paged(spec, b, L, HK, dev, kerns["default"])
+        nbytes = b * L * HK * derive_layout(spec).slot_bytes
         exp = ref.decode(spec, q[:2], cache, bt[:2], sl[:2])
         for name, kern in kerns.items():
             err = rel_err(kern.decode(q[:2], cache, bt[:2], sl[:2]), exp)
-            sp = kern.num_splits_for(b, 8, L, dev)
-            ws = kern.workspace(b, 32, sp, dev)
+            sp = kern.num_splits_for(b, HK, L, dev)
+            ws = kern.workspace(b, HQ, sp, dev)
             out = torch.empty_like(q)
             t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
-            rows.append(f"| {preset} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
+            rows.append(f"| {preset} D{D} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
             print(rows[-1], file=sys.stderr, flush=True)
 print("\n| preset | shape | options | splits | us | % ceiling | rel err |\n|---|---|---|---|---|---|---|")
 print("\n".join(rows))
