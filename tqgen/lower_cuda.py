@@ -233,6 +233,10 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
     OptionOverride(t, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
                    (("decode_min_blocks", 7),), "3-bit keys and values need 142-144 registers (SoA); 7 blocks leave 146")
     for t in _NV) + (
+    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 4)), (("pair_copies", 16),),
+                   "4-bit keys, AoS line loads: a 16-copy pair table, 726 / 737 us vs 765 / 782 us with 8 copies "
+                   "(B=32 L=32K / B=128 L=8K; 4 warps x 2 blocks, 3 blocks, 2 or 4 stages: no gain; "
+                   "bench/results/h200-2026-12-01-sweep-aos-options.md)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("head_dim", 128)),
                    (("decode_warps", 4), ("decode_min_blocks", 4)),
                    "3-bit keys, SoA, head_dim 128, with line loads: 4 blocks of 4 warps (one 64-entry pair table "

@@ -1,6 +1,6 @@
 """SoA decode options (after 3-bit value line loads): block shape x pair-table copies x stages,
 B=32 L=32K and B=128 L=8K at D=128 (Hq 32, Hk 8), or with D=64 in the environment B=32 L=32K at the
-SmolLM2 shape (Hq 9, Hk 3, D 64). Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET] (debug, not a result)."""
+SmolLM2 shape (Hq 9, Hk 3, D 64); LAYOUT=aos for AoS. Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET] (debug, not a result)."""
 import dataclasses
 import sys
 
@@ -24,7 +24,8 @@ D = int(os.environ.get("D", "128"))
 HQ, HK = (32, 8) if D == 128 else (9, 3)
 SHAPES = ((32, 32768), (128, 8192)) if D == 128 else ((32, 32768),)
 for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v4_nc")):
-    spec = dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout="soa"), head_dim=D)
+    spec = dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=os.environ.get("LAYOUT", "soa")),
+                               head_dim=D)
     o = cuda_options(spec, Target.SM90)
     combos = {"default": o,
               "c8": dataclasses.replace(o, pair_copies=8),
@@ -33,6 +34,10 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "w4b4c16": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4, pair_copies=16),
               "w4b3c1": dataclasses.replace(o, decode_warps=4, decode_min_blocks=3),
               "w2b8c8": dataclasses.replace(o, decode_warps=2, decode_min_blocks=8, pair_copies=8),
+              "w4b2": dataclasses.replace(o, decode_warps=4, decode_min_blocks=2),
+              "w2b3": dataclasses.replace(o, decode_warps=2, decode_min_blocks=3),
+              "st2": dataclasses.replace(o, stages=2),
+              "w2b4c16": dataclasses.replace(o, decode_warps=2, decode_min_blocks=4, pair_copies=16),
               "w2b7c1": dataclasses.replace(o, decode_warps=2, decode_min_blocks=7, pair_copies=1),
               "st4": dataclasses.replace(o, stages=4),
               "pc0": dataclasses.replace(o, pair_copies=0)}
