@@ -126,6 +126,16 @@ def test_line_loads_only_where_records_are_whole_lines():
             assert "#define TQ_LINES_AOS 1" in src, (preset, d)
 
 
+def _lds_bytes(word, b: int, n: int, reads: int) -> tuple[bytes, list[int]]:
+    """The kernel's tq_lds_bytes re-enacted: ``reads`` aligned words from b's on, each clamped to the
+    piece's last word, funnel-shifted by b's offset in its word; (the piece's bytes, the word indices
+    read). ``word(i)``: word i of the staged row."""
+    idx = [min(b // 4 + x, (b + n - 1) // 4) for x in range(reads)]
+    ws = [word(i) for i in idx] + [0]
+    out = [((ws[x] | ws[x + 1] << 32) >> (8 * (b % 4))) & 0xFFFFFFFF for x in range((n + 3) // 4)]
+    return b"".join(x.to_bytes(4, "little") for x in out)[:n], idx
+
+
 @pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc", "3bit_nc"])
 def test_aos_line_reads_assemble_each_slot(preset):
     """AoS line loads, re-enacted: a block of slots (KV heads 1..16, the tile's 16 tokens), copied as
@@ -157,12 +167,7 @@ def test_aos_line_reads_assemble_each_slot(preset):
                         assert src + 16 <= page.block_bytes
                         row[(t, c ^ swz(t))] = blk[src:src + 16]
             word = lambda t, wi: int.from_bytes(row[(t, (wi >> 2) ^ swz(t))][4 * (wi & 3):4 * (wi & 3) + 4], "little")
-
-            def lds_bytes(t, b, n, reads):
-                last = (b + n - 1) >> 2
-                ws = [word(t, min((b >> 2) + x, last)) for x in range(reads)] + [0]
-                out = [((ws[x] | ws[x + 1] << 32) >> (8 * (b & 3))) & 0xFFFFFFFF for x in range((n + 3) // 4)]
-                return b"".join(x.to_bytes(4, "little") for x in out)[:n]
+            lds_bytes = lambda t, b, n, reads: _lds_bytes(lambda i: word(t, i), b, n, reads)[0]
             for t in range(16):
                 start = k.offset + h * k.head_stride + t * k.token_stride
                 o = start % 16
@@ -194,16 +199,12 @@ def test_line_piece_reads_assemble_each_piece(kd, vd):
     for n, starts in ((kd // 4, [r * (kd // 4) for r in range(4)]), (vd // 8, [kd + g * (vd // 8) for g in range(8)])):
         reads = _piece_reads(n, starts)
         for b in starts:
-            if reads:  # tq_lds_bytes: aligned words from b's on, clamped to the piece's last word
-                idx = [min(b // 4 + x, (b + n - 1) // 4) for x in range(reads)]
-                ws = [word(i) for i in idx] + [0]
-                sh = 8 * (b % 4)
-                out = [((ws[x] | ws[x + 1] << 32) >> sh) & 0xFFFFFFFF for x in range((n + 3) // 4)]
+            if reads:  # tq_lds_bytes
+                got, idx = _lds_bytes(word, b, n, reads)
                 addrs = [4 * i for i in idx]
             else:  # tq_lds_words: whole aligned accesses
-                out = [word(b // 4 + x) for x in range(n // 4)]
+                got = b"".join(word(b // 4 + x).to_bytes(4, "little") for x in range(n // 4))
                 addrs = _piece_words(n, b, 0, _lds_width(n))
-            got = b"".join(x.to_bytes(4, "little") for x in out)[:n]
             assert got == rec[b:b + n], (n, b)
             assert all(0 <= a and a + 4 <= kd + vd for a in addrs), (n, b, addrs)
             assert all(any(m[2] == a for m in modelled) for a in addrs), (n, b)
