@@ -245,6 +245,10 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "bench/dbg/sweep3.py). Not at head_dim 64: tqgen bench gave 3bit_nc 32.4-32.5 % of the ceiling "
                    "with 2-warp blocks (ab-session4, targets-v5-graph) vs 23.1 % with these (targets-v5-decode), on "
                    "different machines; the debug sweep saw 162 vs 166 us (sweep-d64-options)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
+                                 ("head_dim", 64)), (("pair_copies", 8),),
+                   "k3v4_nc, SoA, head_dim 64 (SmolLM2): 8 pair-table copies, 227 vs 255 us with one (B=32 L=32K "
+                   "Hq 9 Hk 3; 3bit_nc: 166 vs 166 us, left as is; bench/results/h200-2026-12-01-sweep-d64-options.md)"),
 )
 
 
