@@ -226,3 +226,20 @@ def test_decode_splits_fill_whole_waves():
             fill = units * s / (-(-units * s // waves) * waves)
             assert fill >= 0.95 or all(units * t / (-(-units * t // waves) * waves) <= fill + 1e-9
                                        for t in range(2, s, 2)), (units, L, s)
+
+
+def test_launch_param_array_points_at_each_argument():
+    """cuLaunchKernel reads argument i through kernelParams[i]: Driver.param_array must hold the
+    address of each argument's ctypes storage (what ctypes.cast(ctypes.pointer(a)) gives), for
+    scalars, pointers and the TqLayout struct alike, and the value read back through it is the argument."""
+    import ctypes
+
+    from tqgen.cuda_launch import Driver, TqLayout
+    from tqgen.ir import LayoutSpec
+    lay = TqLayout(*layout_params(LayoutSpec.from_preset("4bit_nc", layout="soa"), 8))
+    args = [ctypes.c_void_p(0x1234), ctypes.c_longlong(-5), ctypes.c_int(7), ctypes.c_float(0.25), lay]
+    arr = Driver.param_array(args)
+    assert list(arr) == [ctypes.cast(ctypes.pointer(a), ctypes.c_void_p).value for a in args]
+    assert ctypes.c_longlong.from_address(arr[1]).value == -5 and ctypes.c_int.from_address(arr[2]).value == 7
+    assert ctypes.c_float.from_address(arr[3]).value == 0.25 and ctypes.c_void_p.from_address(arr[0]).value == 0x1234
+    assert bytes(TqLayout.from_address(arr[4])) == bytes(lay)
