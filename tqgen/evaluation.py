@@ -307,7 +307,7 @@ def generation_agreement(model, tok, presets=("k8v4", "k8v4+hadamard", "4bit_nc"
 
 
 def _where(device: str) -> dict:
-    """Where a run happened: the device's name, the backend the caches use, a file-name suffix, a cli flag."""
+    """Where a run happened: the device's name, a file-name suffix, the cli flag that reproduces it."""
     import platform
 
     import torch

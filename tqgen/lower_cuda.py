@@ -445,14 +445,13 @@ def _pipeline_ok(spec: LayoutSpec, platform: Platform) -> bool:
     return platform.name == "cuda" and platform.mma_impl == "ptx" and spec.block_size % 16 == 0
 
 
-def _async_copy(spec: LayoutSpec, platform: Platform) -> bool:
-    """The cp.async decode pipeline: line loads (``_line_loads``), or per-thread pieces where every
-    piece a thread copies (K quarter, V eighth, fp16 pairs) is made of aligned 4-byte words."""
+def _thread_copies(spec: LayoutSpec, platform: Platform) -> bool:
+    """The cp.async decode pipeline without line loads: per-thread pieces, each piece a thread copies
+    (K quarter, V eighth, fp16 pairs) made of aligned 4-byte words."""
     bl = derive_layout(spec)
     a = _alignments(spec)
-    return _line_loads(spec, platform) is not None or (
-        _pipeline_ok(spec, platform) and _meta_pairs(spec) and a["k_quarter"] >= 4 and a["v_eighth"] >= 4
-        and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
+    return (_pipeline_ok(spec, platform) and _meta_pairs(spec) and a["k_quarter"] >= 4 and a["v_eighth"] >= 4
+            and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
 
 
 def _pow2_at_least(n: int) -> int:
@@ -558,11 +557,10 @@ def line_swizzle(kd: int, vd: int) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=None)
-def line_swizzle_aos(kd: int, vd: int, vo: int, slot: int, shifts: tuple[int, ...]) -> tuple[int, int, int]:
-    """AoS rows: (ncp, sa, sb) with the fewest wavefronts over every shift; rows of the chunks a slot
-    can span (unswizzled, or one more: an odd chunk count staggers the banks) or of a power of two
-    of chunks with a swizzle; ties go to the fewest chunks."""
-    nc = (max(shifts) + slot + 15) // 16
+def line_swizzle_aos(kd: int, vd: int, vo: int, nc: int, shifts: tuple[int, ...]) -> tuple[int, int, int]:
+    """AoS rows: (ncp, sa, sb) with the fewest wavefronts over every shift; rows of the ``nc`` chunks a
+    slot can span (unswizzled, or one more: an odd chunk count staggers the banks) or of a power of
+    two of chunks with a swizzle; ties go to the fewest chunks."""
     reads = _reads_for(kd, vd, vo, shifts)
     cands = [(n, 0, 0) for n in (nc, nc + 1)]
     p2 = _pow2_at_least(nc)
@@ -598,10 +596,11 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | No
     rel = {f: page[f].offset - k.offset for f in ["v_data"] + names}
     shifts = _aos_shifts(spec)
     vo = rel["v_data"]
-    ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, bl.slot_bytes, shifts)
+    nc = (max(shifts) + bl.slot_bytes + 15) // 16  # chunks a slot can reach into
+    ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, shifts)
     rk, rv = _reads_for(bl.kd, bl.vd, vo, shifts)
     kq, vq = bl.kd // 4, bl.vd // 8
-    return dict(aos=True, slot=bl.slot_bytes, nc=(max(shifts) + bl.slot_bytes + 15) // 16, ncp=ncp, sa=sa, sb=sb,
+    return dict(aos=True, slot=bl.slot_bytes, nc=nc, ncp=ncp, sa=sa, sb=sb,
                 nmeta=0, vo=vo, fk=rel.get("k_norm", -1), fvs=rel["v_scale"], fvz=rel["v_zero"],
                 wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb, vo, shifts, (rk, rv)))
@@ -634,10 +633,9 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
             if fa.token_stride != 2 or math.gcd(fa.offset, fa.head_stride, page.block_bytes) % 16:
                 return None
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
-    kq, vq = bl.kd // 4, bl.vd // 8
-    return dict(aos=False, vo=bl.kd, slot=0, fk=-1, fvs=0, fvz=0, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
-                wk=_lds_width(kq), wv=_lds_width(vq),
-                rk=_piece_reads(kq, [r * kq for r in range(4)]), rv=_piece_reads(vq, [bl.kd + g * vq for g in range(8)]),
+    rk, rv = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
+    return dict(aos=False, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
+                wk=_lds_width(bl.kd // 4), wv=_lds_width(bl.vd // 8), rk=rk, rv=rv,
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 
@@ -659,6 +657,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         for w in range(spec.head_dim // 32):
             signs.append(str(sum(1 << i for i in range(32) if s[32 * w + i] < 0)))
     platform = platform_for(target, kind)
+    lines = _line_loads(spec, platform) if options.stages >= 2 else None
     return dict(
         ctx, spec=spec, target=str(target), kind=kind, kd=bl.kd, vd=bl.vd,
         kbits=0 if spec.key_codec.is_fp8 else spec.key_bits, key_fp8=spec.key_codec.is_fp8,
@@ -666,8 +665,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         renorm=spec.norm_correction and not spec.fold_norm and not spec.key_codec.is_fp8,
         rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
         inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec), meta_pairs=_meta_pairs(spec),
-        async_copy=options.stages >= 2 and _async_copy(spec, platform),
-        lines=_line_loads(spec, platform) if options.stages >= 2 else None,
+        async_copy=options.stages >= 2 and (lines is not None or _thread_copies(spec, platform)),
+        lines=lines,
         pair_copies=options.pair_copies if (platform.name == "cuda" and spec.key_bits in (3, 4)
                                              and not spec.key_codec.is_fp8) else 0,
         pair_chunks=options.pair_chunks,
