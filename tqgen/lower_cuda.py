@@ -89,7 +89,15 @@ __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c)
 }
 // two floats -> bf16x2 (round to nearest even), low half first
 #define TQ_F2BF2(a, b) tq_cvt_bf16x2((a), (b))
-#define TQ_F2H2(a, b) tq_cvt_f16x2((a), (b))""",
+#define TQ_F2H2(a, b) tq_cvt_f16x2((a), (b))
+// 2^x as one MUFU.EX2 (exp2f adds a rescale for results below 2^-126; softmax weights that small
+// are zeros next to the maximum's 1)
+__device__ __forceinline__ float tq_ex2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+#define TQ_EXP2(x) tq_ex2(x)""",
         byte_perm_def="""__device__ __forceinline__ uint32_t tq_cvt_bf16x2(float a, float b) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
@@ -121,7 +129,8 @@ __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c)
                                                                 __builtin_bit_cast(tq_h2, c)));
 }
 #define TQ_F2BF2(a, b) tq_pack2(tq_f2bf(a), tq_f2bf(b))
-#define TQ_F2H2(a, b) tq_pack2(TQ_F2H(a), TQ_F2H(b))""",
+#define TQ_F2H2(a, b) tq_pack2(TQ_F2H(a), TQ_F2H(b))
+#define TQ_EXP2(x) exp2f(x)""",
         byte_perm_def=_PORTABLE_PRMT, mma_impl="shfl"),
 }
 
@@ -137,6 +146,13 @@ __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0,
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
+}
+// the transpose of an 8x8 matrix of 16-bit values held as m8n8 fragments (thread 4i + j/2: row i,
+// columns j, j + 1): movmatrix (sm_75+)
+__device__ __forceinline__ uint32_t tq_trans8(uint32_t x, int) {
+  uint32_t r;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
 }""",
     "shfl": """// the m16n8k16 fragment contract computed with shuffles inside a 32-lane logical warp
 template <bool BF16> __device__ __forceinline__ float tq_dot2(uint32_t x, uint32_t y) {
@@ -158,6 +174,13 @@ __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0,
     c[2] += tq_dot2<BF16>(a1, x0) + tq_dot2<BF16>(a3, x1);
     c[3] += tq_dot2<BF16>(a1, y0) + tq_dot2<BF16>(a3, y1);
   }
+}
+// the transpose of an 8x8 matrix of 16-bit values held as m8n8 fragments (thread 4i + j/2: row i,
+// columns j, j + 1): thread (g, r) takes column g of rows 2r and 2r + 1
+__device__ __forceinline__ uint32_t tq_trans8(uint32_t x, int lane) {
+  const int g = lane >> 2, r = lane & 3;
+  const uint32_t lo = TQ_SHFL(x, 8 * r + (g >> 1)), hi = TQ_SHFL(x, 8 * r + 4 + (g >> 1));
+  return (g & 1) ? TQ_PRMT(lo, hi, 0x7632u) : TQ_PRMT(lo, hi, 0x5410u);
 }""",
 }
 

@@ -40,7 +40,9 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "w2b4c16": dataclasses.replace(o, decode_warps=2, decode_min_blocks=4, pair_copies=16),
               "w2b7c1": dataclasses.replace(o, decode_warps=2, decode_min_blocks=7, pair_copies=1),
               "st4": dataclasses.replace(o, stages=4),
-              "pc0": dataclasses.replace(o, pair_copies=0)}
+              "pc0": dataclasses.replace(o, pair_copies=0),
+              "qreg": dataclasses.replace(o, q_in_smem=False),
+              "qreg_w2b8": dataclasses.replace(o, q_in_smem=False, decode_warps=2, decode_min_blocks=8)}
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     kerns = {k: load_variant(make_variant(spec, "sm90", options=v)) for k, v in combos.items()}
     for b, L in SHAPES:

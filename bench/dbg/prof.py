@@ -1,0 +1,29 @@
+"""One decode launch per (preset, layout) at B=32 L=32K (D=128, Hq 32, Hk 8) for ncu (debug, not a result).
+
+    ncu -k regex:tq_decode_split --section ... python bench/dbg/prof.py 4bit_nc:soa,k8v4:soa
+"""
+import sys
+
+import torch
+
+sys.path.insert(0, "bench")
+from cuda_h200 import paged  # noqa: E402
+from tqgen.build import preset_spec_for_target  # noqa: E402
+from tqgen.cuda_launch import load_cuda  # noqa: E402
+from tqgen.ir import Target  # noqa: E402
+
+dev = torch.device("cuda")
+B, L, HQ, HK = 32, 32768, 32, 8
+for item in sys.argv[1].split(","):
+    preset, layout = item.split(":")
+    spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
+    kern = load_cuda(spec, "sm90")
+    cache, bt, sl = paged(spec, B, L, HK, dev, kern)
+    q = torch.randn(B, HQ, 128, device=dev, dtype=torch.bfloat16)
+    sp = kern.num_splits_for(B, HK, L, dev)
+    ws = kern.workspace(B, HQ, sp, dev)
+    out = torch.empty_like(q)
+    kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False)
+    torch.cuda.synchronize()
+    print(item, "splits", sp, file=sys.stderr)
+    del cache

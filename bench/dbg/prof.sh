@@ -1,0 +1,3 @@
+export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1; mkdir -p /tmp/pp && ln -sfn $PWD/runtime /tmp/pp/tqgen_runtime
+ncu -k regex:tq_decode_split --launch-count 8 --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed.sum,sm__cycles_elapsed.avg,smsp__cycles_active.avg,smsp__pcsamp_warps_issue_stalled_short_scoreboard,smsp__pcsamp_warps_issue_stalled_long_scoreboard python bench/dbg/prof.py 4bit_nc:soa,k3v4_nc:soa,3bit_nc:soa,k8v4:soa > $OUT/ncu.txt 2>&1
+tail -5 $OUT/ncu.txt
