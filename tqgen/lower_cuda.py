@@ -81,6 +81,7 @@ TQ_NAN_OP(tq_fmax_nan, "max")
 #define TQ_FMIN_NAN(a, b) tq_fmin_nan((a), (b))
 #define TQ_FMAX_NAN(a, b) tq_fmax_nan((a), (b))
 #define TQ_OPAQUE(p) asm("" : "+l"(p))  // hides how a pointer was computed (no re-association)
+#define TQ_OPAQUE32(x) asm("" : "+r"(x))  // the same for a 32-bit value (kept, not re-derived)
 // a·b + c on fp16 pairs (raw bits)
 __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t r;
@@ -122,6 +123,7 @@ __device__ __forceinline__ uint32_t tq_cvt_f16x2(float a, float b) {
 #define TQ_FMIN_NAN(a, b) (((a) != (a) || (b) != (b)) ? __int_as_float(0x7fc00000) : fminf((a), (b)))
 #define TQ_FMAX_NAN(a, b) (((a) != (a) || (b) != (b)) ? __int_as_float(0x7fc00000) : fmaxf((a), (b)))
 #define TQ_OPAQUE(p) ((void)0)  // (only the CUDA cp.async pipeline uses it)
+#define TQ_OPAQUE32(x) ((void)0)
 typedef _Float16 tq_h2 __attribute__((ext_vector_type(2)));
 // a·b + c on fp16 pairs (raw bits)
 __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c) {
@@ -243,10 +245,11 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "3-bit keys: one pair-table copy (64 entries) beats 8: k3v4_nc 476 vs 499 us, 3bit_nc 650 vs "
                    "678 us (B=32, L=32K, SoA)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
-                   (("decode_warps", 4), ("decode_min_blocks", 4), ("pair_copies", 16)),
+                   (("decode_warps", 4), ("decode_min_blocks", 4), ("pair_copies", 16), ("q_in_smem", False)),
                    "4-bit keys, SoA: 4 blocks of 4 warps share a 16-copy pair table (46 KB of static shared memory "
                    "per block): 494 / 507 us vs 525 / 540 us with 8 blocks of 2 warps and 8 copies (B=32 L=32K / "
-                   "B=128 L=8K, bench/dbg/warps.py)"),
+                   "B=128 L=8K, bench/dbg/warps.py); the query fragments in registers (128 registers, no spills): "
+                   "364 / 377 vs 397 / 390 us from shared memory (bench/results/h200-2026-12-01-sweep-session5.md)"),
 ) + tuple(
     OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 4),),
                    "AoS line loads (unaligned slots: every fragment read is aligned 4-byte words + funnel shifts, "
@@ -698,7 +701,11 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
-        # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even)
+        # 3-bit pair table of 64 entries x 1 copy (256 bytes): addressed by OR (an aligned base)
+        pair_or=(platform.name == "cuda" and not spec.key_codec.is_fp8 and spec.key_bits == 3
+                 and options.pair_copies == 1),
+        # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),
+        # cvt.rn.f16x2.e4m3x2 the decode's exact e4m3fn -> fp16 pair conversion
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
                 and target in (Target.SM89, Target.SM90)),
     )
