@@ -243,3 +243,30 @@ def test_launch_param_array_points_at_each_argument():
     assert ctypes.c_longlong.from_address(arr[1]).value == -5 and ctypes.c_int.from_address(arr[2]).value == 7
     assert ctypes.c_float.from_address(arr[3]).value == 0.25 and ctypes.c_void_p.from_address(arr[0]).value == 0x1234
     assert bytes(TqLayout.from_address(arr[4])) == bytes(lay)
+
+
+@pytest.mark.parametrize("value_bits", [2, 3, 4])
+def test_exact_fp16_value_codes(value_bits):
+    """The decode's P·V operand: the rendered kernel's fp16 constants turn (x & mask) | 1024.0 into the
+    code itself for every code, low (at bit 0) and high (left at bit VB), in both halves: one fp16 fma
+    (product and sum exact in float64, one rounding to fp16, as fma.rn.f16x2 rounds)."""
+    import re
+
+    spec = LayoutSpec.from_preset("4bit_nc", layout="soa", value_bits=value_bits)
+    src = render_cuda(make_variant(spec, "sm90"))
+    consts = {}
+    for name in ("H_ONE", "H_NEG_M", "H_HI", "H_NEG_MHI"):
+        m = re.search(rf"constexpr uint32_t [^;]*\b{name} = ([^,;]+)[,;]", src)
+        assert m, name
+        expr = re.sub(r"\(uint32_t\)", "", m.group(1).replace("TQ_VBITS", str(value_bits)))
+        consts[name] = eval(re.sub(r"(0x[0-9a-fA-F]+|\d+)u\b", r"\1", expr))  # noqa: S307 (C integer literals)
+
+    def halves(w):
+        return [np.array([(w >> s) & 0xFFFF], dtype=np.uint16).view(np.float16)[0] for s in (0, 16)]
+
+    for hi, (a, b) in ((False, ("H_ONE", "H_NEG_M")), (True, ("H_HI", "H_NEG_MHI"))):
+        for c in range(1 << value_bits):
+            x = (0x6400 | (c << (value_bits if hi else 0))) * 0x10001
+            got = [np.float16(float(xv) * float(av) + float(bv))
+                   for xv, av, bv in zip(halves(x), halves(consts[a]), halves(consts[b]))]
+            assert got == [c, c], (hi, c, got)
