@@ -270,3 +270,29 @@ def test_exact_fp16_value_codes(value_bits):
             got = [np.float16(float(xv) * float(av) + float(bv))
                    for xv, av, bv in zip(halves(x), halves(consts[a]), halves(consts[b]))]
             assert got == [c, c], (hi, c, got)
+
+
+def test_portable_transpose_is_the_m8n8_transpose():
+    """tq_trans8 of the shuffle (portable / HIP) path, its source lanes and byte selects read from
+    lower_cuda.MMA_DEFS and re-enacted over a 32-lane warp: every lane ends with its fragment of the
+    transposed 8x8 matrix (thread 4i + j/2 holds row i, columns j, j + 1), which is what movmatrix
+    gives the CUDA path and what the P·V B fragment needs."""
+    import re
+
+    from tqgen.lower_cuda import MMA_DEFS
+
+    src = MMA_DEFS["shfl"][MMA_DEFS["shfl"].index("tq_trans8"):]
+    lo_e, hi_e = re.findall(r"TQ_SHFL\(x, (.+?)\)[,;]", src)[:2]
+    odd_sel, even_sel = (int(s, 16) for s in re.findall(r"TQ_PRMT\(lo, hi, (0x[0-9a-f]+)u\)", src)[:2])
+
+    def prmt(a, b, sel):  # __byte_perm: result byte i = byte (sel >> 4i) & 7 of (b:a)
+        both = a | (b << 32)
+        return sum(((both >> (8 * ((sel >> (4 * i)) & 7))) & 0xFF) << (8 * i) for i in range(4))
+
+    m = np.arange(64, dtype=np.uint32).reshape(8, 8) * 37 + 11  # 16-bit entries
+    frag = [int(m[ln // 4, 2 * (ln % 4)]) | (int(m[ln // 4, 2 * (ln % 4) + 1]) << 16) for ln in range(32)]
+    for ln in range(32):
+        g, r = ln >> 2, ln & 3
+        lo, hi = frag[eval(lo_e)], frag[eval(hi_e)]  # noqa: S307 (C integer expressions of g, r)
+        got = prmt(lo, hi, odd_sel if g & 1 else even_sel)
+        assert got == int(m[2 * r, g]) | (int(m[2 * r + 1, g]) << 16), ln

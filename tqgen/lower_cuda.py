@@ -690,7 +690,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         key_fp8_kind=0 if fp8 is None else list(FP8_FORMATS).index(spec.key_codec) + 1, fp8=fp8,
         renorm=spec.norm_correction and not spec.fold_norm and not spec.key_codec.is_fp8,
         rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
-        inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec), meta_pairs=_meta_pairs(spec),
+        inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec),
         async_copy=options.stages >= 2 and (lines is not None or _thread_copies(spec, platform)),
         lines=lines,
         pair_copies=options.pair_copies if (platform.name == "cuda" and spec.key_bits in (3, 4)
