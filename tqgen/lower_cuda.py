@@ -194,8 +194,8 @@ class CudaOptions:
     decode_warps: int = 2  # logical warps per decode block; each warp is one split (H200 sweep: 2 best)
     decode_min_blocks: int = 8  # __launch_bounds__ minimum resident blocks: 128 registers, 16 warps per SM
     row_warps: int = 4  # store / dequant: one logical warp per (token, head) row
-    tile: int = 16  # decode tokens per step (two 8-token matrix n-tiles)
-    q_in_smem: bool = True  # decode A fragments (rotated queries) read from shared memory: 32 registers freed
+    tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
+    q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed
     stages: int = 3  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
     # 4-bit keys: decode looks up the codes of the first `pair_chunks` of the D/16 key chunks as
     # byte -> fp16 pair in a 256-entry shared-memory table with `pair_copies` copies (lane % copies
