@@ -583,16 +583,15 @@ def line_swizzle(kd: int, vd: int) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=None)
-def line_swizzle_aos(kd: int, vd: int, vo: int, nc: int, shifts: tuple[int, ...]) -> tuple[int, int, int]:
-    """AoS rows: (ncp, sa, sb) with the fewest wavefronts over every shift; rows of the ``nc`` chunks a
-    slot can span (unswizzled, or one more: an odd chunk count staggers the banks) or of a power of
-    two of chunks with a swizzle; ties go to the fewest chunks."""
+def line_swizzle_aos(kd: int, vd: int, vo: int, nc: int, shifts: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """AoS rows: (wavefronts, ncp, sa, sb) with the fewest wavefronts over every shift; rows of the
+    ``nc`` chunks a slot can span (unswizzled, or one more: an odd chunk count staggers the banks) or
+    of a power of two of chunks with a swizzle; ties go to the fewest chunks."""
     reads = _reads_for(kd, vd, vo, shifts)
     cands = [(n, 0, 0) for n in (nc, nc + 1)]
     p2 = _pow2_at_least(nc)
     cands += [(p2, sa, sb) for sa in range(p2) for sb in range(p2) if sa * 3 < p2 and (sa or sb)]
-    best = min((line_conflicts(kd, vd, n, sa, sb, vo, shifts, reads), n, sa, sb) for n, sa, sb in cands)
-    return best[1], best[2], best[3]
+    return min((line_conflicts(kd, vd, n, sa, sb, vo, shifts, reads), n, sa, sb) for n, sa, sb in cands)
 
 
 def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
@@ -623,13 +622,13 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | No
     shifts = _aos_shifts(spec)
     vo = rel["v_data"]
     nc = (max(shifts) + bl.slot_bytes + 15) // 16  # chunks a slot can reach into
-    ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, shifts)
+    wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, shifts)
     rk, rv = _reads_for(bl.kd, bl.vd, vo, shifts)
     kq, vq = bl.kd // 4, bl.vd // 8
     return dict(aos=True, slot=bl.slot_bytes, nc=nc, ncp=ncp, sa=sa, sb=sb,
                 nmeta=0, vo=vo, fk=rel.get("k_norm", -1), fvs=rel["v_scale"], fvz=rel["v_zero"],
                 wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
-                wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb, vo, shifts, (rk, rv)))
+                wavefronts=wavefronts)
 
 
 def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
@@ -684,17 +683,18 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
             signs.append(str(sum(1 << i for i in range(32) if s[32 * w + i] < 0)))
     platform = platform_for(target, kind)
     lines = _line_loads(spec, platform) if options.stages >= 2 else None
+    kbits = 0 if spec.key_codec.is_fp8 else spec.key_bits
+    pair_copies = options.pair_copies if platform.name == "cuda" and kbits in (3, 4) else 0
     return dict(
         ctx, spec=spec, target=str(target), kind=kind, kd=bl.kd, vd=bl.vd,
-        kbits=0 if spec.key_codec.is_fp8 else spec.key_bits, key_fp8=spec.key_codec.is_fp8,
+        kbits=kbits, key_fp8=spec.key_codec.is_fp8,
         key_fp8_kind=0 if fp8 is None else list(FP8_FORMATS).index(spec.key_codec) + 1, fp8=fp8,
         renorm=spec.norm_correction and not spec.fold_norm and not spec.key_codec.is_fp8,
         rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
         inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec),
         async_copy=options.stages >= 2 and (lines is not None or _thread_copies(spec, platform)),
         lines=lines,
-        pair_copies=options.pair_copies if (platform.name == "cuda" and spec.key_bits in (3, 4)
-                                             and not spec.key_codec.is_fp8) else 0,
+        pair_copies=pair_copies,
         pair_chunks=options.pair_chunks,
         options=options, platform=platform,
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
@@ -702,8 +702,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
         # 3-bit pair table of 64 entries x 1 copy (256 bytes): addressed by OR (an aligned base)
-        pair_or=(platform.name == "cuda" and not spec.key_codec.is_fp8 and spec.key_bits == 3
-                 and options.pair_copies == 1),
+        pair_or=kbits == 3 and pair_copies == 1,
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),
         # cvt.rn.f16x2.e4m3x2 the decode's exact e4m3fn -> fp16 pair conversion
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
