@@ -70,7 +70,7 @@ def test_options_are_data_with_measured_overrides():
     fp8 = cuda_options(preset_spec_for_target("k8v4", Target.SM90, layout="soa"), Target.SM90)
     k4 = cuda_options(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), Target.SM90)
     k3 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), Target.SM90)
-    assert fp8.stages == 3 and k4.stages == 3 and k3.decode_min_blocks == 4 and k4.decode_min_blocks == 4
+    assert fp8.stages == 3 and k4.stages == 3 and k3.decode_min_blocks == 6 and k4.decode_min_blocks == 4
     assert (k4.pair_copies, k4.decode_warps, k3.pair_copies) == (16, 4, 1)  # 256- vs 64-entry pair tables
     assert "#define TQ_PAIR_COPIES 0" in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
     a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")

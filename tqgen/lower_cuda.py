@@ -251,10 +251,12 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "B=128 L=8K, bench/dbg/warps.py); the query fragments in registers (128 registers, no spills): "
                    "364 / 377 vs 397 / 390 us from shared memory (bench/results/h200-2026-12-01-sweep-session5.md)"),
 ) + tuple(
-    OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 4),),
-                   "AoS line loads (unaligned slots: every fragment read is aligned 4-byte words + funnel shifts, "
-                   "each with its own address) need up to ~242 registers at head_dim 128; 5 blocks of 2 warps "
-                   "spill 60 bytes, 4 do not")
+    OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 6),),
+                   "AoS line loads (unaligned slots: every fragment read is aligned 4-byte words + funnel shifts) "
+                   "from precomputed shared addresses need 158-168 registers at head_dim 128: 6 blocks of 2 warps "
+                   "(170 registers) without spills; B=32 L=32K 4bit_nc 530 vs 616 us with 4 blocks, 3bit_nc 528 "
+                   "vs 575, k8v4 554 vs 522; B=128 L=8K 581 / 565 / 553 vs 628 / 586 / 686 us "
+                   "(bench/results/h200-2026-12-01-ab8-aos-reads.md)")
     for t in _NV) + tuple(
     OptionOverride(t, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
                    (("decode_min_blocks", 7),), "3-bit keys and values need 142-144 registers (SoA); 7 blocks leave 146")
