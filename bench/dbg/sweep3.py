@@ -47,6 +47,8 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "w4b4": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4),
               "b5": dataclasses.replace(o, decode_min_blocks=5),
               "b6": dataclasses.replace(o, decode_min_blocks=6),
+              "b7": dataclasses.replace(o, decode_min_blocks=7),
+              "b8": dataclasses.replace(o, decode_min_blocks=8),
               "qreg_w2b8": dataclasses.replace(o, q_in_smem=False, decode_warps=2, decode_min_blocks=8)}
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     combos = {k: v for k, v in combos.items() if k == "default" or v != o}  # skip no-op combos
