@@ -110,13 +110,15 @@ def test_line_loads_swizzle_is_conflict_free(preset):
 
 
 def test_line_loads_only_where_records_are_whole_lines():
-    """SoA records that are not whole 16-byte chunks (k3v4_nc at head_dim 64: 24 + 32 bytes) and HIP
-    targets keep the per-fragment loads; 3-bit values (6-byte eighths at D=128, 3-byte at D=64) take
-    line loads with unaligned piece reads, and so do AoS slots (2-byte aligned, any size)."""
-    for preset, layout, target, d in (("k3v4_nc", "soa", "sm90", 64), ("4bit_nc", "soa", "gfx942", 128),
-                                      ("4bit_nc", "aos", "gfx942", 128)):
+    """HIP targets keep the per-fragment loads; 3-bit values (6-byte eighths at D=128, 3-byte at D=64)
+    take line loads with unaligned piece reads, and so do AoS slots (2-byte aligned, any size) and SoA
+    records that are not whole 16-byte chunks (k3v4_nc at head_dim 64: 24 + 32 bytes, copied like
+    slots, the fields as runs)."""
+    for preset, layout, target, d in (("4bit_nc", "soa", "gfx942", 128), ("4bit_nc", "aos", "gfx942", 128)):
         spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d)
         assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target, d)
+    src = render_cuda(make_variant(LayoutSpec.from_preset("k3v4_nc", layout="soa", head_dim=64), "sm90"))
+    assert "#define TQ_LINES_AOS 1" in src and "tq_cp_async<16, 16>(dst + LM + 4 * lane" in src
     for d, pieces in ((128, ("tq_lds_bytes<VQ, 2, NCP>",)), (64, ("tq_lds_bytes<KQ, 2, NCP>", "tq_lds_bytes<VQ, 2, NCP>"))):
         src = render_cuda(make_variant(LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=d), "sm90"))
         assert "#define TQ_LINES 1" in src and all(x in src for x in pieces), d
@@ -136,19 +138,23 @@ def _lds_bytes(word, b: int, n: int, reads: int) -> tuple[bytes, list[int]]:
     return b"".join(x.to_bytes(4, "little") for x in out)[:n], idx
 
 
-@pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc", "3bit_nc"])
-def test_aos_line_reads_assemble_each_slot(preset):
+@pytest.mark.parametrize("preset,layout,d", [("4bit_nc", "aos", 128), ("k8v4", "aos", 128), ("k3v4_nc", "aos", 128),
+                                             ("3bit_nc", "aos", 128), ("k3v4_nc", "soa", 64)])
+def test_aos_line_reads_assemble_each_slot(preset, layout, d):
     """AoS line loads, re-enacted: a block of slots (KV heads 1..16, the tile's 16 tokens), copied as
     the kernel's issue_tile does (the 16-byte chunks that reach into each slot, row t of NCP chunks,
-    chunk c at c ^ swz(t)), then read as read_tile does (tq_lds_bytes at the slot's shift + piece,
-    tq_lds_u16 for the fields): every piece and field comes back exactly, and no copy leaves the block."""
+    chunk c at c ^ swz(t)), then read as read_tile does (tq_lds_bytes_at at the slot's shift + piece,
+    the fields as 2-byte halves of their words): every piece and field comes back exactly, and no
+    copy leaves the block. SoA records that are not whole chunks (k3v4_nc, head_dim 64) take the same
+    copies and reads (their fields are runs, as with whole-chunk records)."""
     import random
 
     from tqgen.lower_cuda import _line_loads, platform_for
-    spec = LayoutSpec.from_preset(preset, layout="aos")
+    spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d)
     bl = derive_layout(spec)
     ln = _line_loads(spec, platform_for(Target.SM90, "generic"))
-    assert ln["aos"] and ln["slot"] == bl.slot_bytes
+    assert ln["aos"] and ln["slot"] == (bl.slot_bytes if layout == "aos" else bl.kd + bl.vd)
+    assert ln["runs"] == (layout == "soa")
     kq, vq = bl.kd // 4, bl.vd // 8
     swz = lambda t: (ln["sa"] * ((t >> 1) & 3)) ^ (ln["sb"] * (t & 1))
     rng = random.Random(7)
@@ -171,7 +177,7 @@ def test_aos_line_reads_assemble_each_slot(preset):
             for t in range(16):
                 start = k.offset + h * k.head_stride + t * k.token_stride
                 o = start % 16
-                slot = blk[start:start + bl.slot_bytes]
+                slot = blk[start:start + ln["slot"]]
                 for r in range(4):
                     assert lds_bytes(t, o + r * kq, kq, ln["rk"]) == slot[r * kq:(r + 1) * kq]
                 for g in range(8):

@@ -601,7 +601,7 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | No
     offset mod 16 into a 16-byte chunk (o depends on the token's place in its block only: the same
     for every tile), so the warp copies the chunks that cover each of the tile's 16 slots (16 bytes a
     lane; consecutive slots share lines) into rows and reads fragments at o + their slot offset, as
-    aligned 4-byte words funnel-shifted (``tq_lds_bytes``), the fields as 2-byte halves."""
+    aligned 4-byte words funnel-shifted (``tq_lds_bytes_at``), the fields as 2-byte halves."""
     if not _pipeline_ok(spec, platform):
         return None
     bl = derive_layout(spec)
@@ -627,7 +627,7 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | No
     wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, shifts)
     rk, rv = _reads_for(bl.kd, bl.vd, vo, shifts)
     kq, vq = bl.kd // 4, bl.vd // 8
-    return dict(aos=True, slot=bl.slot_bytes, nc=nc, ncp=ncp, sa=sa, sb=sb,
+    return dict(aos=True, runs=False, slot=bl.slot_bytes, nc=nc, ncp=ncp, sa=sa, sb=sb,
                 nmeta=0, vo=vo, fk=rel.get("k_norm", -1), fvs=rel["v_scale"], fvz=rel["v_zero"],
                 wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
                 wavefronts=wavefronts)
@@ -637,31 +637,45 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
     """Decode line loads (SoA, cp.async pipeline): a token-head's K and V bytes are one contiguous
     record of 16-byte chunks, so the warp copies each tile's 16 records whole, 16 bytes a lane
     (full 128-byte lines; H200: 83 % of the copy ceiling with no compute vs 59 % for per-fragment
-    pieces), plus the tile's fp16 fields (one 32-byte run per field). None when the layout does not
-    allow it (AoS, records that are not whole 16-byte chunks). Pieces that are not whole aligned
-    words (``rk``/``rv`` > 0) are read as that many aligned 4-byte words and funnel-shifted."""
+    pieces), plus the tile's fp16 fields (one 32-byte run per field). Records that are not whole
+    aligned 16-byte chunks are copied like AoS slots (``aos`` and ``runs``). None when the layout does
+    not allow it. Pieces that are not whole aligned words (``rk``/``rv`` > 0) are read as that many
+    aligned 4-byte words and funnel-shifted."""
     if spec.layout is Layout.AOS:
         return _aos_line_loads(spec, platform)
     if not _pipeline_ok(spec, platform) or not _meta_pairs(spec):
         return None
     bl = derive_layout(spec)
     rec = bl.kd + bl.vd
-    if rec % 16 or bl.kd % 4 or bl.vd % 8:
+    if bl.kd % 4 or bl.vd % 8:
         return None
     names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
+    whole = rec % 16 == 0
     for h in range(1, 17):
         page = bl.page(h)
         k, v = page["k_data"], page["v_data"]
-        if (v.offset != k.offset + bl.kd or (v.token_stride, v.head_stride) != (k.token_stride, k.head_stride)
-                or math.gcd(k.offset, k.token_stride, k.head_stride, page.block_bytes) % 16):
+        if v.offset != k.offset + bl.kd or (v.token_stride, v.head_stride) != (k.token_stride, k.head_stride):
+            return None
+        whole = whole and math.gcd(k.offset, k.token_stride, k.head_stride, page.block_bytes) % 16 == 0
+        if page.block_bytes % 16 or math.gcd(k.offset, k.token_stride, k.head_stride) % 2:
             return None
         for f in names:
             fa = page[f]
             if fa.token_stride != 2 or math.gcd(fa.offset, fa.head_stride, page.block_bytes) % 16:
                 return None
+    if not whole:
+        # records that are not whole aligned chunks (k3v4_nc at head_dim 64: 24 + 32 bytes, 8-byte
+        # aligned): copied like AoS slots (the chunks that reach into each), the fields as SoA runs
+        shifts = _aos_shifts(spec)
+        nc = (max(shifts) + rec + 15) // 16
+        wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, bl.kd, nc, shifts)
+        rk, rv = _reads_for(bl.kd, bl.vd, bl.kd, shifts)
+        return dict(aos=True, runs=True, slot=rec, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=len(names), vo=bl.kd,
+                    fk=-1, fvs=-1, fvz=-1, wk=4, wv=4, rk=rk or (bl.kd // 4 + 3) // 4, rv=rv or (bl.vd // 8 + 3) // 4,
+                    wavefronts=wavefronts)
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
     rk, rv = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
-    return dict(aos=False, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
+    return dict(aos=False, runs=True, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
                 wk=_lds_width(bl.kd // 4), wv=_lds_width(bl.vd // 8), rk=rk, rv=rv,
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
