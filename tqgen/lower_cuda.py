@@ -253,10 +253,11 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
 ) + tuple(
     OptionOverride(t, (("layout", "aos"),), (("decode_min_blocks", 6),),
                    "AoS line loads (unaligned slots: every fragment read is aligned 4-byte words + funnel shifts) "
-                   "from precomputed shared addresses need 158-168 registers at head_dim 128: 6 blocks of 2 warps "
-                   "(170 registers) without spills; B=32 L=32K 4bit_nc 530 vs 616 us with 4 blocks, 3bit_nc 528 "
-                   "vs 575, k8v4 554 vs 522; B=128 L=8K 581 / 565 / 553 vs 628 / 586 / 686 us "
-                   "(bench/results/h200-2026-12-01-ab8-aos-reads.md)")
+                   "from precomputed shared addresses need 152-167 registers at head_dim 128: 6 blocks of 2 warps "
+                   "(170 registers) without spills. Same run vs the previous reads with 4 blocks, B=32 L=32K / "
+                   "B=128 L=8K: 4bit_nc 561 / 603 vs 625 / 646 us, k8v4 525 / 543 vs 541 / 564, k3v4_nc 495 / 539 "
+                   "vs 579 / 619, 3bit_nc 487 / 516 vs 569 / 584 (bench/results/h200-2026-12-01-ab8-aos-reads.md; "
+                   "7 or 8 blocks: mixed, -sweep-session6-dropped.md)")
     for t in _NV) + tuple(
     OptionOverride(t, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
                    (("decode_min_blocks", 7),), "3-bit keys and values need 142-144 registers (SoA); 7 blocks leave 146")
