@@ -622,15 +622,23 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | No
     page = bl.page(16)
     k = page["k_data"]
     rel = {f: page[f].offset - k.offset for f in ["v_data"] + names}
+    return _slot_lines(spec, bl.slot_bytes, rel["v_data"], nmeta=0, fk=rel.get("k_norm", -1), fvs=rel["v_scale"],
+                       fvz=rel["v_zero"])
+
+
+def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, fvs: int = -1,
+                fvz: int = -1) -> dict[str, Any]:
+    """The line-load plan of records copied as unaligned slots (``slot`` bytes, V ``vo`` bytes after
+    K, starting at any of ``_aos_shifts`` in their first chunk): AoS slots with their fp16 fields at
+    slot bytes fk / fvs / fvz, or SoA records whose ``nmeta`` fields are runs (``runs``)."""
+    bl = derive_layout(spec)
     shifts = _aos_shifts(spec)
-    vo = rel["v_data"]
-    nc = (max(shifts) + bl.slot_bytes + 15) // 16  # chunks a slot can reach into
+    nc = (max(shifts) + slot + 15) // 16  # chunks a slot can reach into
     wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, shifts)
     rk, rv = _reads_for(bl.kd, bl.vd, vo, shifts)
     kq, vq = bl.kd // 4, bl.vd // 8
-    return dict(aos=True, runs=False, slot=bl.slot_bytes, nc=nc, ncp=ncp, sa=sa, sb=sb,
-                nmeta=0, vo=vo, fk=rel.get("k_norm", -1), fvs=rel["v_scale"], fvz=rel["v_zero"],
-                wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
+    return dict(aos=True, runs=nmeta > 0, slot=slot, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=nmeta, vo=vo,
+                fk=fk, fvs=fvs, fvz=fvz, wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
                 wavefronts=wavefronts)
 
 
@@ -667,13 +675,7 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
     if not whole:
         # records that are not whole aligned chunks (k3v4_nc at head_dim 64: 24 + 32 bytes, 8-byte
         # aligned): copied like AoS slots (the chunks that reach into each), the fields as SoA runs
-        shifts = _aos_shifts(spec)
-        nc = (max(shifts) + rec + 15) // 16
-        wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, bl.kd, nc, shifts)
-        rk, rv = _reads_for(bl.kd, bl.vd, bl.kd, shifts)
-        return dict(aos=True, runs=True, slot=rec, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=len(names), vo=bl.kd,
-                    fk=-1, fvs=-1, fvz=-1, wk=4, wv=4, rk=rk or (bl.kd // 4 + 3) // 4, rv=rv or (bl.vd // 8 + 3) // 4,
-                    wavefronts=wavefronts)
+        return _slot_lines(spec, rec, bl.kd, nmeta=len(names))
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
     rk, rv = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
     return dict(aos=False, runs=True, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
