@@ -3,8 +3,8 @@
 1. ``bucket_grid``: the codebook search as one table lookup (cell trunc(y·K + OFF), one midpoint
    compare) gives the reference's index ``(y >= midpoints).sum()`` for every y, except where y is
    within 1e-6 of a midpoint (the fp32 rounding of y·K + OFF, |Δt| ≤ 2^-24·2·OFF, moves a tie by at
-   most ~1e-6/K·OFF·2 in y; tqgen.testing allows index flips within FLIP_DELTA = 1e-5). The table's
-   squared centroids equal c[index]² (the fold's Σ c²).
+   most ~1e-6/K·OFF·2 in y; tqgen.testing allows index flips within FLIP_DELTA = 1e-5). The c² table
+   the fold reads by the found code is c[code]² rounded once to fp32.
 2. Value codes: q = fma(fma(-q0, s, x), r, q0) with r = RN(1/s), q0 = RN(x·r) is the correctly
    rounded x/s (Markstein), checked with exact rational arithmetic on random and adversarial inputs
    (quotients within a few ulps of k + 1/2, where rounding decides the code)."""
@@ -29,8 +29,7 @@ def test_bucket_grid_is_the_codebook_search(head_dim, bits):
     k, off = _f32(g["scale"]), _f32(g["offset"])
     codes = np.array([e[0] for e in g["entries"]])
     mids_t = np.array([_f32(e[1]) for e in g["entries"]], dtype=np.float32)
-    c2_lo = np.array([_f32(e[2]) for e in g["entries"]], dtype=np.float32)
-    c2_hi = np.array([_f32(e[3]) for e in g["entries"]], dtype=np.float32)
+    c2 = np.array([_f32(x) for x in g["c2"]], dtype=np.float32)
     cb = lloyd_max(head_dim, bits)
     mids = np.asarray(cb.midpoints, dtype=np.float64)
     rng = np.random.default_rng(bits * 1000 + head_dim)
@@ -53,8 +52,8 @@ def test_bucket_grid_is_the_codebook_search(head_dim, bits):
     assert (got[~near] == want[~near]).all(), int((got[~near] != want[~near]).sum())
     assert (np.abs(got[near] - want[near]) <= 1).all()
     c = np.asarray(cb.centroids, dtype=np.float64)
-    c2 = np.where(up, c2_hi[cell], c2_lo[cell]).astype(np.float64)
-    np.testing.assert_allclose(c2, c[got] ** 2, rtol=1e-6)
+    assert len(c2) == 1 << bits
+    np.testing.assert_allclose(c2[got].astype(np.float64), c[got] ** 2, rtol=2 ** -24)  # one fp32 rounding
 
 
 def test_store_chunks_fill_whole_words():

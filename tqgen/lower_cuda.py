@@ -384,8 +384,8 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
     (|y| <= 1), t = y·K + OFF lies in (0, cells) and falls in cell trunc(t) of a uniform grid fine
     enough that each cell holds at most one midpoint, none within 2 % of a cell edge (so a rounding
     that moves t across an edge changes nothing; OFF is a half-integer, so the midpoint 0 sits
-    mid-cell). Entry g: the code at the cell's left edge (midpoints below it), the cell's midpoint
-    in t (or 3e38), and the squared centroids either side of it (the fold's Σ c²)."""
+    mid-cell). Entry g: the code at the cell's left edge (midpoints below it) and the cell's
+    midpoint in t (or 3e38); ``c2``: the squared centroids by code (the fold's Σ c²)."""
     cb = lloyd_max(head_dim, bits)
     mids = np.asarray(cb.midpoints, dtype=np.float64)
     c = np.asarray(cb.centroids, dtype=np.float64)
@@ -403,10 +403,9 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
         below = int((t < g).sum())
         inside = [x for x in t if g <= x < g + 1]
         mid = _f32(inside[0]) if inside else "3.0e38f"
-        hi = min(below + 1, len(c) - 1)
-        entries.append((below, mid, _f32(c[below] ** 2), _f32(c[hi] ** 2)))
+        entries.append((below, mid))
     half = 1 << (bits - 1)
-    return {"scale": _f32(k), "offset": _f32(off), "entries": entries,
+    return {"scale": _f32(k), "offset": _f32(off), "entries": entries, "c2": [_f32(x ** 2) for x in c],
             "c2_middle": _f32(c[half] ** 2), "c2_first": _f32(c[0] ** 2)}
 
 

@@ -1,13 +1,16 @@
-"""One decode launch per (preset, layout) at B=32 L=32K (D=128, Hq 32, Hk 8) for ncu (debug, not a result).
+"""One decode launch per (preset, layout) at B=32 L=32K (D=128, Hq 32, Hk 8) for ncu (debug, not a result);
+with OP=store one store launch of 64K tokens (Hk 8, slots: whole blocks in random order) instead.
 
     ncu -k regex:tq_decode_split --section ... python bench/dbg/prof.py 4bit_nc:soa,k8v4:soa
 """
+import os
 import sys
 
 import torch
 
 sys.path.insert(0, "bench")
 from cuda_h200 import paged  # noqa: E402
+from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.cuda_launch import load_cuda  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
@@ -18,6 +21,17 @@ for item in sys.argv[1].split(","):
     preset, layout = item.split(":")
     spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
     kern = load_cuda(spec, "sm90")
+    if os.environ.get("OP") == "store":
+        n = 65536
+        slots = (torch.randperm(n // 16, device=dev)[torch.arange(n, device=dev) // 16] * 16
+                 + torch.arange(n, device=dev) % 16).to(torch.int32)
+        k, v = (torch.randn(n, HK, 128, dtype=torch.bfloat16, device=dev) for _ in range(2))
+        cache = ref.allocate(spec, n // 16, HK, dev)
+        for _ in range(3):
+            kern.store(k, v, cache, slots, check=False)
+        torch.cuda.synchronize()
+        print(item, "store", n, file=sys.stderr)
+        continue
     cache, bt, sl = paged(spec, B, L, HK, dev, kern)
     q = torch.randn(B, HQ, 128, device=dev, dtype=torch.bfloat16)
     sp = kern.num_splits_for(B, HK, L, dev)
