@@ -217,8 +217,8 @@ class CudaOptions:
             r.append(Reason("pair_copies", self.pair_copies, [0, 1, 2, 4, 8, 16, 32]))
         if not 0 <= self.pair_chunks <= 16:
             r.append(Reason("pair_chunks", self.pair_chunks, "0..16 (chunks of 16 key dimensions)"))
-        if not 1 <= self.decode_min_blocks <= 8:
-            r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..8"))
+        if not 1 <= self.decode_min_blocks <= 16:
+            r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..16"))
         return r
 
     def to_dict(self) -> dict[str, Any]:
@@ -278,6 +278,18 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                                  ("head_dim", 64)), (("pair_copies", 8),),
                    "k3v4_nc, SoA, head_dim 64 (SmolLM2): 8 pair-table copies, 227 vs 255 us with one (B=32 L=32K "
                    "Hq 9 Hk 3; 3bit_nc: 166 vs 166 us, left as is; bench/results/h200-2026-12-01-sweep-d64-options.md)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("head_dim", 64)),
+                   (("decode_min_blocks", 6),),
+                   "4-bit keys, SoA, head_dim 64: 96 registers at 4 blocks of 4 warps, 80 (no spills) at 6: 24 warps "
+                   "per SM; tqgen bench same run, B=32 L=32K Hq 9 Hk 3: 96.0 / 96.9 vs 104.2 / 103.5 us, 50 -> 54 % "
+                   "of the copy ceiling (bench/results/h200-2026-12-01-ab11-d64-blocks.md; 10 or 12 blocks of 2 warps "
+                   "slower: -sweep-d64-session7.md)"),
+    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("head_dim", 64)),
+                   (("decode_min_blocks", 8),),
+                   "3-bit keys, AoS, head_dim 64: 8 blocks of 2 warps (117 registers) instead of 6; tqgen bench same "
+                   "run, B=32 L=32K Hq 9 Hk 3: k3v4_nc 120.5 / 121.3 vs 125.3 / 124.8 us, 3bit_nc 123.8 / 124.1 vs "
+                   "128.9 / 128.0 (bench/results/h200-2026-12-01-ab11-d64-blocks.md; 10 blocks, and 4bit_nc / k8v4 "
+                   "at 8: no gain, -sweep-d64-session7.md)"),
 )
 
 

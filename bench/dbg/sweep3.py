@@ -18,6 +18,14 @@ from tqgen.testing import rel_err  # noqa: E402
 
 dev = torch.device("cuda")
 ceil = copy_ceiling()
+
+
+def _try(fn, *a):
+    try:
+        return fn(*a)
+    except Exception as e:  # noqa: BLE001
+        return e
+
 rows = []
 import os  # noqa: E402
 D = int(os.environ.get("D", "128"))
@@ -49,15 +57,24 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "b6": dataclasses.replace(o, decode_min_blocks=6),
               "b7": dataclasses.replace(o, decode_min_blocks=7),
               "b8": dataclasses.replace(o, decode_min_blocks=8),
+              **{f"w{w}b{n}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n)
+                 for w, n in ((2, 10), (2, 12), (2, 16), (4, 5), (4, 6), (4, 8))},
               "qreg_w2b8": dataclasses.replace(o, q_in_smem=False, decode_warps=2, decode_min_blocks=8)}
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     combos = {k: v for k, v in combos.items() if k == "default" or v != o}  # skip no-op combos
     kerns = {}
-    for k, v in combos.items():
-        try:  # a combo can fail to build (e.g. static shared memory over 48 KB): reported, skipped
-            kerns[k] = load_variant(make_variant(spec, "sm90", options=v))
-        except Exception as e:  # noqa: BLE001
-            rows.append(f"| {preset} D{D} | - | {k} | - | build failed: {str(e).splitlines()[0][:80]} | - | - |")
+    variants = {k: make_variant(spec, "sm90", options=v) for k, v in combos.items()}
+    from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+    from tqgen.cuda_launch import build_binary, device_arch  # noqa: E402
+    with ThreadPoolExecutor(8) as ex:  # nvcc runs in subprocesses: the combos compile in parallel
+        list(ex.map(lambda v: _try(build_binary, v, device_arch(dev)), variants.values()))
+    for k, v in variants.items():
+        r = _try(load_variant, v)
+        if isinstance(r, Exception):  # a combo can fail to build (e.g. static shared memory over 48 KB): reported
+            rows.append(f"| {preset} D{D} | - | {k} | - | build failed: {str(r).splitlines()[0][:80]} | - | - |")
+            print(rows[-1], file=sys.stderr, flush=True)
+        else:
+            kerns[k] = r
     for b, L in SHAPES:
         q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)
         cache, bt, sl = paged(spec, b, L, HK, dev, kerns["default"])
