@@ -10,8 +10,8 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max
 from tqgen.ir import LayoutSpec, SpecError, Target
 from tqgen.layout import derive_layout
-from tqgen.lower_cuda import (_lds_width, _lut_words, cuda_options, cuda_reasons, field_alignment, layout_params,
-                              line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
+from tqgen.lower_cuda import (CudaOptions, _lds_width, _lut_words, cuda_options, cuda_reasons, field_alignment,
+                              layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
 
@@ -76,6 +76,22 @@ def test_options_are_data_with_measured_overrides():
     a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")
     b = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90", options=k3)
     assert a.id != b.id and "TQ_STAGES 3" in render_cuda(a)
+
+
+def test_tile_unroll_is_the_pipeline_depth_where_measured():
+    # unrolled by the stage count every stage slot is a constant; any other factor is refused
+    assert not CudaOptions(tile_unroll=3).reasons(Target.SM90)
+    assert [r.field for r in CudaOptions(tile_unroll=2).reasons(Target.SM90)] == ["tile_unroll"]
+    assert [r.field for r in CudaOptions(tile_unroll=3, stages=4).reasons(Target.SM90)] == ["tile_unroll"]
+    unrolled = {(p, lay) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")
+                if cuda_options(preset_spec_for_target(p, Target.SM90, layout=lay), Target.SM90).tile_unroll == 3}
+    # Lloyd-Max keys (bench/results/h200-2026-12-01-ab12-tile-unroll.md); fp8 keys and k3v4_nc SoA stay rolled
+    assert unrolled == {("4bit_nc", "soa"), ("4bit_nc", "aos"), ("3bit_nc", "soa"), ("3bit_nc", "aos"),
+                        ("k3v4_nc", "aos")}
+    src = render_cuda(make_variant(preset_spec_for_target("3bit_nc", Target.SM90, layout="soa"), "sm90"))
+    assert "#pragma unroll 3\n  for (int tile = t_begin" in src
+    assert "#pragma unroll 3\n  for (int tile" not in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
+    assert "%%ctaid.y" not in render_cuda(make_variant(LayoutSpec.from_preset("3bit_nc"), "gfx942"))
 
 
 def test_build_cli_backends(tmp_path, capsys):
