@@ -24,18 +24,19 @@ from tqgen.triton_launch import load_triton
 
 
 def bench(fn, reps=20, warm=3):
+    """Median us of ``fn`` on the GPU: events around each call, queued back to back (no sync between
+    reps, as tqgen bench times), so a kernel longer than its host launch is timed without the launch;
+    a sync after each call would add the host's launch (~10-40 us) to every rep."""
     for _ in range(warm):
         fn()
     torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in ev:
         a.record()
         fn()
         b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3)
-    ts.sort()
+    torch.cuda.synchronize()
+    ts = sorted(a.elapsed_time(b) * 1e3 for a, b in ev)
     return ts[len(ts) // 2]
 
 
