@@ -59,6 +59,10 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "b8": dataclasses.replace(o, decode_min_blocks=8),
               **{f"w{w}b{n}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n)
                  for w, n in ((2, 10), (2, 12), (2, 16), (4, 5), (4, 6), (4, 8))},
+              "u1": dataclasses.replace(o, tile_unroll=1),
+              "u3": dataclasses.replace(o, tile_unroll=3),
+              **{f"w{w}b{n}u{u}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n, tile_unroll=u)
+                 for w, n in ((2, 6), (2, 7), (2, 8), (4, 3), (4, 4)) for u in (1, 3)},
               "qreg_w2b8": dataclasses.replace(o, q_in_smem=False, decode_warps=2, decode_min_blocks=8)}
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     combos = {k: v for k, v in combos.items() if k == "default" or v != o}  # skip no-op combos
