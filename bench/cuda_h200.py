@@ -40,6 +40,12 @@ def bench(fn, reps=20, warm=3):
     return ts[len(ts) // 2]
 
 
+def target_shapes(head_dim: int):
+    """The debug sweeps' decode shapes: (Hq, Hk, [(B, L), ...]) of the issue-6 targets at head_dim 128,
+    the SmolLM2 shape (Hq 9, Hk 3, B=32 L=32K) at 64."""
+    return (32, 8, ((32, 32768), (128, 8192))) if head_dim == 128 else (9, 3, ((32, 32768),))
+
+
 def copy_ceiling():
     x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)

@@ -10,7 +10,7 @@ import sys
 import torch
 
 sys.path.insert(0, "bench")
-from cuda_h200 import bench, copy_ceiling, paged  # noqa: E402
+from cuda_h200 import bench, copy_ceiling, paged, target_shapes  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.cuda_launch import load_cuda  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
@@ -20,8 +20,7 @@ import dataclasses  # noqa: E402
 dev = torch.device("cuda")
 ceil = copy_ceiling()
 D = int(os.environ.get("D", "128"))
-HQ, HK = (32, 8) if D == 128 else (9, 3)
-SHAPES = ((32, 32768), (128, 8192)) if D == 128 else ((32, 32768),)
+HQ, HK, SHAPES = target_shapes(D)
 lib = ctypes.CDLL("libcuda.so.1")
 rows = []
 for preset in sys.argv[1].split(","):

@@ -7,7 +7,7 @@ import sys
 import torch
 
 sys.path.insert(0, "bench")
-from cuda_h200 import bench, copy_ceiling, paged  # noqa: E402
+from cuda_h200 import bench, copy_ceiling, paged, target_shapes  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.cuda_launch import load_variant  # noqa: E402
@@ -29,8 +29,7 @@ def _try(fn, *a):
 rows = []
 import os  # noqa: E402
 D = int(os.environ.get("D", "128"))
-HQ, HK = (32, 8) if D == 128 else (9, 3)
-SHAPES = ((32, 32768), (128, 8192)) if D == 128 else ((32, 32768),)
+HQ, HK, SHAPES = target_shapes(D)
 for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v4_nc")):
     spec = dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=os.environ.get("LAYOUT", "soa")),
                                head_dim=D)
