@@ -71,7 +71,13 @@ def test_options_are_data_with_measured_overrides():
     k4 = cuda_options(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), Target.SM90)
     k3 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), Target.SM90)
     assert fp8.stages == 3 and k4.stages == 3 and k3.decode_min_blocks == 6 and k4.decode_min_blocks == 4
-    assert (k4.pair_copies, k4.decode_warps, k3.pair_copies) == (16, 4, 1)  # 256- vs 64-entry pair tables
+    assert (k4.pair_copies, k4.decode_warps, k3.pair_copies) == (16, 4, 32)  # 256- vs 64-entry pair tables
+    # 3-bit keys: a copy per lane (lane l reads word 32v + l: bank l whatever v, no conflicts), addressed
+    # by OR into a table aligned to its size; k3v4_nc SoA at head_dim 128 measured better with one copy
+    k3s = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="soa"), Target.SM90)
+    assert k3s.pair_copies == 1
+    src = render_cuda(make_variant(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), "sm90"))
+    assert "#define TQ_PAIR_COPIES 32" in src and "pair_base | v * (4u * TQ_PAIR_COPIES)" in src
     assert "#define TQ_PAIR_COPIES 0" in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
     a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")
     b = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90", options=k3)
@@ -134,7 +140,7 @@ def test_line_loads_only_where_records_are_whole_lines():
         spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d)
         assert "#define TQ_LINES 0" in render_cuda(make_variant(spec, target)), (preset, layout, target, d)
     src = render_cuda(make_variant(LayoutSpec.from_preset("k3v4_nc", layout="soa", head_dim=64), "sm90"))
-    assert "#define TQ_LINES_AOS 1" in src and "tq_cp_async<16, 16>(dst + LM + 4 * lane" in src
+    assert "#define TQ_LINES_AOS 1" in src and "tq_cp_async_s<16, 16>(meta_dst + so" in src
     for d, pieces in ((128, ("tq_lds_bytes<VQ, 2, NCP>",)), (64, ("tq_lds_bytes<KQ, 2, NCP>", "tq_lds_bytes<VQ, 2, NCP>"))):
         src = render_cuda(make_variant(LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=d), "sm90"))
         assert "#define TQ_LINES 1" in src and all(x in src for x in pieces), d
@@ -269,13 +275,15 @@ def test_launch_param_array_points_at_each_argument():
 
 @pytest.mark.parametrize("value_bits", [2, 3, 4])
 def test_exact_fp16_value_codes(value_bits):
-    """The decode's P·V operand: the rendered kernel's fp16 constants turn (x & mask) | 1024.0 into the
-    code itself for every code, low (at bit 0) and high (left at bit VB), in both halves: one fp16 fma
-    (product and sum exact in float64, one rounding to fp16, as fma.rn.f16x2 rounds)."""
+    """The decode's P·V operand on the shuffle fragments (HIP, and the portable CUDA instance): the
+    rendered kernel's fp16 constants turn (x & mask) | 1024.0 into the code itself for every code, low
+    (at bit 0) and high (left at bit VB), in both halves: one fp16 fma (product and sum exact in
+    float64, one rounding to fp16, as fma.rn.f16x2 rounds)."""
     import re
 
     spec = LayoutSpec.from_preset("4bit_nc", layout="soa", value_bits=value_bits)
-    src = render_cuda(make_variant(spec, "sm90"))
+    src = render_cuda(make_variant(spec, "sm90", "portable"))
+    assert "vcode_lo = [=]" in src and "vcode_lo = [=]" in render_cuda(make_variant(spec, "gfx942"))
     consts = {}
     for name in ("H_ONE", "H_NEG_M", "H_HI", "H_NEG_MHI"):
         m = re.search(rf"constexpr uint32_t [^;]*\b{name} = ([^,;]+)[,;]", src)
@@ -293,6 +301,39 @@ def test_exact_fp16_value_codes(value_bits):
                    for xv, av, bv in zip(halves(x), halves(consts[a]), halves(consts[b]))]
             assert got == [c, c], (hi, c, got)
 
+
+
+@pytest.mark.parametrize("value_bits", [2, 3, 4])
+def test_subnormal_fp16_value_codes(value_bits):
+    """The decode's P·V operand with the PTX fragments: a code masked in place is an fp16 subnormal
+    (bits c at 0: c·2^-24; at bit VB: c·2^VB·2^-24, exact: fp16 subnormals are integers times 2^-24
+    below 2^10), and the epilogue's row scales PV_LO / PV_HI read from the rendered kernel turn each
+    back into the code exactly, in both halves of the rendered masks."""
+    import re
+
+    spec = LayoutSpec.from_preset("4bit_nc", layout="soa", value_bits=value_bits)
+    src = render_cuda(make_variant(spec, "sm90"))
+    m = re.search(r"const uint32_t vmask = ([^,;]+), vmaskh = vmask << TQ_VBITS;", src)
+    s = re.search(r"constexpr float PV_LO = ([^,;]+), PV_HI = ([^;]+);", src)
+    assert m and s and "vcode_lo = [vmask](uint32_t x) { return x & vmask; }" in src
+    sub = {"TQ_VBITS": str(value_bits), "(uint32_t)": "", "(float)": "", "u": ""}
+
+    def ev(expr):
+        for a, b in sub.items():
+            expr = expr.replace(a, b)
+        return eval(re.sub(r"(\d+)\.f\b", r"\1.0", expr))  # noqa: S307 (C literals)
+
+    vmask = ev(m.group(1))
+    vmaskh = vmask << value_bits
+    pv_lo, pv_hi = ev(s.group(1)), ev(s.group(2))
+    for hi, mask, scale in ((False, vmask, pv_lo), (True, vmaskh, pv_hi)):
+        for c in range(1 << value_bits):
+            for junk in (0, 0xFFFF):  # the neighbouring codes' bits are masked off
+                x = ((c << (value_bits if hi else 0)) | (junk & ~(((1 << value_bits) - 1) << (value_bits if hi else 0))))
+                w = (x * 0x10001) & mask
+                got = [float(np.array([(w >> sh) & 0xFFFF], dtype=np.uint16).view(np.float16)[0]) * scale
+                       for sh in (0, 16)]
+                assert got == [c, c], (hi, c, junk, got)
 
 def test_portable_transpose_is_the_m8n8_transpose():
     """tq_trans8 of the shuffle (portable / HIP) path, its source lanes and byte selects read from

@@ -254,9 +254,14 @@ CUDA_OPTIONS: dict[Target, CudaOptions] = {
 
 _NV = (Target.SM80, Target.SM86, Target.SM89, Target.SM90)
 CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
-    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3)), (("pair_copies", 1),),
-                   "3-bit keys: one pair-table copy (64 entries) beats 8: k3v4_nc 476 vs 499 us, 3bit_nc 650 vs "
-                   "678 us (B=32, L=32K, SoA)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3)), (("pair_copies", 32),),
+                   "3-bit keys: a pair-table copy per lane (64 entries x 32, 8 KB, addressed by OR: no bank "
+                   "conflicts; one copy has up to two entries per bank, 8 copies up to 4-way conflicts). Debug "
+                   "sweep, same run vs one copy, B=32 L=32K / B=128 L=8K: 3bit_nc SoA 350 / 360 vs 367 / 376 us, "
+                   "AoS k3v4_nc 393 / 441 vs 411 / 454, AoS 3bit_nc 402 / 444 vs 410 / 448; head_dim 64 (B=32 "
+                   "L=32K Hq 9 Hk 3): SoA k3v4_nc 95 vs 101 us (8 copies), 3bit_nc 102 vs 103, AoS k3v4_nc 106 vs "
+                   "110, 3bit_nc 108 vs 109 (bench/results/h200-2026-12-01-sweep-session8.md; earlier one copy beat "
+                   "8: k3v4_nc 476 vs 499 us, 3bit_nc 650 vs 678)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
                    (("decode_warps", 4), ("decode_min_blocks", 4), ("pair_copies", 16), ("q_in_smem", False)),
                    "4-bit keys, SoA: 4 blocks of 4 warps share a 16-copy pair table (46 KB of static shared memory "
@@ -288,9 +293,9 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "with 2-warp blocks (ab-session4, targets-v5-graph) vs 23.1 % with these (targets-v5-decode), on "
                    "different machines; the debug sweep saw 162 vs 166 us (sweep-d64-options)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
-                                 ("head_dim", 64)), (("pair_copies", 8),),
-                   "k3v4_nc, SoA, head_dim 64 (SmolLM2): 8 pair-table copies, 227 vs 255 us with one (B=32 L=32K "
-                   "Hq 9 Hk 3; 3bit_nc: 166 vs 166 us, left as is; bench/results/h200-2026-12-01-sweep-d64-options.md)"),
+                                 ("head_dim", 128)), (("pair_copies", 1),),
+                   "k3v4_nc, SoA, head_dim 128: one pair-table copy, 418 / 390 us vs 430 / 392 with 32 (B=32 L=32K / "
+                   "B=128 L=8K, bench/results/h200-2026-12-01-sweep-session8.md)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("head_dim", 64)),
                    (("decode_min_blocks", 6),),
                    "4-bit keys, SoA, head_dim 64: 96 registers at 4 blocks of 4 warps, 80 (no spills) at 6: 24 warps "
@@ -756,8 +761,11 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
-        # 3-bit pair table of 64 entries x 1 copy (256 bytes): addressed by OR (an aligned base)
-        pair_or=kbits == 3 and pair_copies == 1,
+        # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
+        # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
+        pv_subnormal=platform.mma_impl == "ptx",
+        # 3-bit pair tables (64 entries x copies) are addressed by OR: base aligned to the table size
+        pair_or=kbits == 3 and pair_copies > 0,
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),
         # cvt.rn.f16x2.e4m3x2 the decode's exact e4m3fn -> fp16 pair conversion
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN

@@ -58,6 +58,9 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "b8": dataclasses.replace(o, decode_min_blocks=8),
               **{f"w{w}b{n}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n)
                  for w, n in ((2, 10), (2, 12), (2, 16), (4, 5), (4, 6), (4, 8))},
+              "c32u3": dataclasses.replace(o, pair_copies=32, tile_unroll=3),
+              "c32u1": dataclasses.replace(o, pair_copies=32, tile_unroll=1),
+              "w2b8u3c32": dataclasses.replace(o, decode_warps=2, decode_min_blocks=8, tile_unroll=3, pair_copies=32),
               "u1": dataclasses.replace(o, tile_unroll=1),
               "u3": dataclasses.replace(o, tile_unroll=3),
               **{f"w{w}b{n}u{u}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n, tile_unroll=u)
