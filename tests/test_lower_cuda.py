@@ -304,36 +304,60 @@ def test_exact_fp16_value_codes(value_bits):
 
 
 @pytest.mark.parametrize("value_bits", [2, 3, 4])
-def test_subnormal_fp16_value_codes(value_bits):
-    """The decode's P·V operand with the PTX fragments: a code masked in place is an fp16 subnormal
-    (bits c at 0: c·2^-24; at bit VB: c·2^VB·2^-24, exact: fp16 subnormals are integers times 2^-24
-    below 2^10), and the epilogue's row scales PV_LO / PV_HI read from the rendered kernel turn each
-    back into the code exactly, in both halves of the rendered masks."""
+def test_subnormal_value_plan_is_rendered(value_bits):
+    """The PTX decode kernel reads value codes as lower_cuda.value_windows plans them (checked code by
+    code in test_value_windows_read_every_code): each m-tile's masks and selectors are in the source,
+    and the epilogue's row scales PV_ROW are 2^(24-p) of the same plan (2^24, 2^(24-VB) where the
+    codes are funnel-shifted to bit 0)."""
     import re
+
+    from tqgen.lower_cuda import value_windows
 
     spec = LayoutSpec.from_preset("4bit_nc", layout="soa", value_bits=value_bits)
     src = render_cuda(make_variant(spec, "sm90"))
-    m = re.search(r"const uint32_t vmask = ([^,;]+), vmaskh = vmask << TQ_VBITS;", src)
-    s = re.search(r"constexpr float PV_LO = ([^,;]+), PV_HI = ([^;]+);", src)
-    assert m and s and "vcode_lo = [vmask](uint32_t x) { return x & vmask; }" in src
-    sub = {"TQ_VBITS": str(value_bits), "(uint32_t)": "", "(float)": "", "u": ""}
+    plan = value_windows(value_bits, derive_layout(spec).vd // 8)
+    m = re.search(r"constexpr float PV_ROW\[MV\]\[2\] = \{\n(.*?)\n  \};", src, re.S)
+    assert m
+    rows = [[float(x.rstrip("f")) for x in re.findall(r"[0-9.e+]+f", ln)] for ln in m.group(1).splitlines()]
+    want = [[2.0 ** (24 - (w["lo"]["p"] if w else 0)), 2.0 ** (24 - (w["hi"]["p"] if w else value_bits))] for w in plan]
+    assert rows == want
+    for w in plan:
+        if w:
+            assert f"a[0] = l01 & {w['lo']['mask']}u; a[1] = h01 & {w['hi']['mask']}u;" in src
+            assert f"{w['lo']['sel']}u);" in src
 
-    def ev(expr):
-        for a, b in sub.items():
-            expr = expr.replace(a, b)
-        return eval(re.sub(r"(\d+)\.f\b", r"\1.0", expr))  # noqa: S307 (C literals)
 
-    vmask = ev(m.group(1))
-    vmaskh = vmask << value_bits
-    pv_lo, pv_hi = ev(s.group(1)), ev(s.group(2))
-    for hi, mask, scale in ((False, vmask, pv_lo), (True, vmaskh, pv_hi)):
-        for c in range(1 << value_bits):
-            for junk in (0, 0xFFFF):  # the neighbouring codes' bits are masked off
-                x = ((c << (value_bits if hi else 0)) | (junk & ~(((1 << value_bits) - 1) << (value_bits if hi else 0))))
-                w = (x * 0x10001) & mask
-                got = [float(np.array([(w >> sh) & 0xFFFF], dtype=np.uint16).view(np.float16)[0]) * scale
-                       for sh in (0, 16)]
-                assert got == [c, c], (hi, c, junk, got)
+@pytest.mark.parametrize("vb,vq", [(4, 8), (4, 4), (3, 6), (3, 3), (2, 4), (2, 8)])
+def test_value_windows_read_every_code(vb, vq):
+    """lower_cuda.value_windows re-enacted: for random value eighths of two tokens, the byte permute
+    (each selector nibble picks a byte of the pair of words) and the mask leave code 2mt (2mt + 1) of
+    token x in the low half and of token y in the high half as the fp16 subnormal c·2^(p-24); times
+    the epilogue's 2^(24-p) that is the code exactly. An m-tile without a window has a code that
+    really straddles two 32-bit words."""
+    from tqgen.lower_cuda import value_windows
+
+    rng = np.random.default_rng(vb * 100 + vq)
+    nw = (vq + 3) // 4
+    plan = value_windows(vb, vq)
+    assert len(plan) == vq * 8 // (2 * vb) and sum(w is not None for w in plan) >= len(plan) - 1
+    for _ in range(20):
+        tok = [rng.integers(0, 1 << 32, nw, dtype=np.uint64).astype(np.uint32) for _ in range(2)]
+        stream = [sum(int(w) << (32 * i) for i, w in enumerate(t)) for t in tok]
+        for mt, w in enumerate(plan):
+            for which, code_index in (("lo", 2 * mt), ("hi", 2 * mt + 1)):
+                want = [(x >> (vb * code_index)) & ((1 << vb) - 1) for x in stream]
+                if w is None:
+                    q = vb * 2 * mt
+                    assert q // 32 != (q + 2 * vb - 1) // 32, mt  # the pair straddles a word boundary
+                    continue
+                c = w[which]
+                pair = int(tok[0][c["word"]]) | int(tok[1][c["word"]]) << 32
+                sel = int(c["sel"], 16)
+                r = sum(((pair >> (8 * ((sel >> (4 * i)) & 7))) & 0xFF) << (8 * i) for i in range(4))
+                r &= int(c["mask"], 16)
+                halves = np.array([r & 0xFFFF, r >> 16], dtype=np.uint16).view(np.float16).astype(np.float64)
+                assert c["p"] + vb <= 10  # inside the fp16 mantissa: a subnormal, exact
+                assert list(halves * 2.0 ** (24 - c["p"])) == want, (mt, which, c)
 
 def test_portable_transpose_is_the_m8n8_transpose():
     """tq_trans8 of the shuffle (portable / HIP) path, its source lanes and byte selects read from

@@ -724,6 +724,50 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 
+@lru_cache(maxsize=None)
+def value_windows(vb: int, vq: int) -> tuple[dict[str, Any] | None, ...]:
+    """The decode's P·V A fragments as fp16 subnormals (PTX fragments): per m-tile mt, where codes 2mt
+    (row g) and 2mt + 1 (row g + 8) of a thread's ``vq``-byte value eighth (``vb``-bit codes, LSB
+    first) are read from. A code is taken from a window of one byte, or two bytes of one 32-bit word,
+    of each token (one byte permute puts two tokens' windows side by side as the halves of a
+    register) and masked in place at bit p of each half, p + vb <= 10 (inside the fp16 mantissa: the
+    subnormal c·2^(p-24)); the epilogue scales the row by 2^(24-p). Both codes of an m-tile share a
+    window where one holds them. Entries: dict(lo=..., hi=...) with word, sel (byte-permute
+    selector), p, mask (both halves) per code, or None where a code straddles two words (the
+    kernel then funnel-shifts the two codes to bit 0 of each token's word, as before)."""
+    words = (vq + 3) // 4
+
+    def windows(q: int, n: int) -> list[tuple[int, int, int, bool]]:  # bits q .. q+n-1: (p, word, byte, one byte)
+        out = []
+        for w in range(words):
+            for b in range(4):
+                p = q - 32 * w - 8 * b
+                if p < 0 or q + n > 32 * w + 32:
+                    continue
+                if p + n <= 8:
+                    out.append((p, w, b, True))
+                elif b <= 2 and p + n <= 10:
+                    out.append((p, w, b, False))
+        return sorted(out)
+
+    def code(p: int, w: int, b: int, one: bool) -> dict[str, Any]:
+        # one byte: [x_b, x_0, y_b, x_0] (the junk bytes masked off); two: [x_b, x_b+1, y_b, y_b+1]
+        sel = b | (4 + b) << 8 if one else b | (b + 1) << 4 | (4 + b) << 8 | (5 + b) << 12
+        return dict(word=w, sel=f"0x{sel:04x}", p=p, mask=f"0x{(((1 << vb) - 1) << p) * 0x10001:08x}")
+
+    plan: list[dict[str, Any] | None] = []
+    for mt in range(vq * 8 // (2 * vb)):
+        q = 2 * mt * vb
+        both = windows(q, 2 * vb)
+        if both:
+            p, w, b, one = both[0]
+            plan.append(dict(lo=code(p, w, b, one), hi=code(p + vb, w, b, one)))
+            continue
+        lo, hi = windows(q, vb), windows(q + vb, vb)
+        plan.append(dict(lo=code(*lo[0]), hi=code(*hi[0])) if lo and hi else None)
+    return tuple(plan)
+
+
 def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> dict[str, Any]:
     bl = derive_layout(spec)
     fp8 = None
@@ -764,6 +808,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
         pv_subnormal=platform.mma_impl == "ptx",
+        vplan=value_windows(spec.value_bits, bl.vd // 8) if spec.value_bits < 8 else (),
         # 3-bit pair tables (64 entries x copies) are addressed by OR: base aligned to the table size
         pair_or=kbits == 3 and pair_copies > 0,
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),

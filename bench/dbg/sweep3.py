@@ -61,6 +61,7 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "c32u3": dataclasses.replace(o, pair_copies=32, tile_unroll=3),
               "c32u1": dataclasses.replace(o, pair_copies=32, tile_unroll=1),
               "w2b8u3c32": dataclasses.replace(o, decode_warps=2, decode_min_blocks=8, tile_unroll=3, pair_copies=32),
+              "w2b8u3c1": dataclasses.replace(o, decode_warps=2, decode_min_blocks=8, tile_unroll=3, pair_copies=1),
               "u1": dataclasses.replace(o, tile_unroll=1),
               "u3": dataclasses.replace(o, tile_unroll=3),
               **{f"w{w}b{n}u{u}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n, tile_unroll=u)
