@@ -76,3 +76,33 @@ def test_portable_instances_compile(tmp_path):
             pytest.skip(f"C++ toolchain missing: {err}")
         assert r.ok, r.log[-3000:]  # (spills allowed: a test instance; its decode emulates mma with shuffles)
         assert {"tq_store_bf16", "tq_decode_split_bf16", "tq_decode_merge_f16"} <= set(r.kernels)
+
+
+def test_dynamic_smem_decode_compiles(tmp_path):
+    """CudaOptions.dyn_smem: the decode's pipeline and pair table move to dynamic shared memory sized by
+    lower_cuda.decode_dynamic_smem (the kernel static_asserts its carve-up fits: a wrong size fails here,
+    on the CPU): 4-bit keys with a copy per lane (32 KB table) in 8-warp SoA blocks and 4-warp AoS blocks
+    compile at their launch bounds without spills, with only the small fixed arrays left static."""
+    import dataclasses
+
+    from tqgen.build import preset_spec_for_target
+    from tqgen.ir import Target
+    from tqgen.lower_cuda import cuda_options, decode_dynamic_smem, make_variant, render_cuda
+
+    for layout, warps, blocks in (("soa", 8, 2), ("aos", 4, 3)):
+        spec = preset_spec_for_target("4bit_nc", Target.SM90, layout=layout)
+        o = dataclasses.replace(cuda_options(spec, Target.SM90), decode_warps=warps, decode_min_blocks=blocks,
+                                pair_copies=32, dyn_smem=True)
+        nbytes = decode_dynamic_smem(spec, Target.SM90, "generic", o)
+        assert 48 * 1024 < nbytes and blocks * (nbytes + 1024) <= 228 * 1024, nbytes  # fits the SM's 228 KB
+        src = tmp_path / layout / "kernel.cu"
+        src.parent.mkdir()
+        src.write_text(render_cuda(make_variant(spec, "sm90", options=o)))
+        try:
+            r = compile_cuda(src, "sm90", tmp_path / layout)
+        except ToolchainMissing as err:
+            pytest.skip(f"C++ toolchain missing: {err}")
+        assert r.ok, r.log[-3000:]
+        k = r.kernels["tq_decode_split_bf16"]
+        assert r.spills == 0 and k["registers"] <= 65536 // (32 * warps * blocks), k
+        assert k["smem"] <= 4096, k  # static: the query scales (and SoA's query fragments) only

@@ -84,6 +84,33 @@ def test_options_are_data_with_measured_overrides():
     assert a.id != b.id and "TQ_STAGES 3" in render_cuda(a)
 
 
+
+def test_dynamic_smem_sizes_and_reasons():
+    """decode_dynamic_smem: stages x warps x one warp's line-load stage (16 tokens x row chunks x 16
+    bytes + the fields' 32-byte runs) plus the pair table (entries x copies; doubled for the 3-bit
+    table's OR alignment); 0 without the option. Refused on AMD targets and without the pipeline."""
+    import dataclasses
+
+    from tqgen.lower_cuda import _line_loads, decode_dynamic_smem, platform_for
+
+    spec = preset_spec_for_target("4bit_nc", Target.SM90, layout="soa")
+    o = dataclasses.replace(cuda_options(spec, Target.SM90), decode_warps=8, decode_min_blocks=2, pair_copies=32)
+    assert decode_dynamic_smem(spec, Target.SM90, "generic", o) == 0
+    lines = _line_loads(spec, platform_for(Target.SM90))
+    stage = 4 * (16 * lines["ncp"] * 4 + 8 * lines["nmeta"])
+    assert stage == 16 * 128 + 3 * 32  # 16 records of 128 bytes, three fp16 runs
+    d = dataclasses.replace(o, dyn_smem=True)
+    assert decode_dynamic_smem(spec, Target.SM90, "generic", d) == 3 * 8 * stage + 256 * 32 * 4
+    k3 = preset_spec_for_target("3bit_nc", Target.SM90, layout="soa")
+    d3 = dataclasses.replace(cuda_options(k3, Target.SM90), dyn_smem=True)
+    l3 = _line_loads(k3, platform_for(Target.SM90))
+    assert decode_dynamic_smem(k3, Target.SM90, "generic", d3) == (
+        3 * d3.decode_warps * 4 * (16 * l3["ncp"] * 4 + 8 * l3["nmeta"]) + 2 * 64 * 32 * 4)
+    assert [r.field for r in CudaOptions(dyn_smem=True).reasons(Target.GFX942)] == ["dyn_smem"]
+    assert [r.field for r in CudaOptions(dyn_smem=True, stages=0).reasons(Target.SM90)] == ["dyn_smem"]
+    src = render_cuda(make_variant(spec, "sm90", options=d))
+    assert "extern __shared__ __align__(16) uint32_t tq_dyn[];" in src and "__shared__ uint32_t pairs[" not in src
+
 def test_tile_unroll_is_the_pipeline_depth_where_measured():
     # unrolled by the stage count every stage slot is a constant; any other factor is refused
     assert not CudaOptions(tile_unroll=3).reasons(Target.SM90)

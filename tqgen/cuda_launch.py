@@ -25,7 +25,8 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import KERNEL_NAMES, MERGE_GROUPS, QUERIES_PER_WARP, layout_params, make_variant, store_lanes
+from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
+                         store_lanes)
 from .build import source_name, user_cache, variant_dir
 from .variants import Variant
 
@@ -47,13 +48,14 @@ class DriverSpelling:
     get_function: str
     launch: str
     error_string: str
+    set_attribute: str
 
 
 DRIVERS = {
     "cuda": DriverSpelling(("libcuda.so.1", "libcuda.so"), "cuModuleLoadData", "cuModuleGetFunction",
-                           "cuLaunchKernel", "cuGetErrorString"),
+                           "cuLaunchKernel", "cuGetErrorString", "cuFuncSetAttribute"),
     "hip": DriverSpelling(("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7"), "hipModuleLoadData",
-                          "hipModuleGetFunction", "hipModuleLaunchKernel", "hipGetErrorString"),
+                          "hipModuleGetFunction", "hipModuleLaunchKernel", "hipGetErrorString", "hipFuncSetAttribute"),
 }
 
 
@@ -109,6 +111,17 @@ class Driver:
         fn = ctypes.c_void_p()
         self.check(self._getfn(ctypes.byref(fn), module, name.encode()), f"{self.sp.get_function}({name})")
         return fn
+
+    #: CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    MAX_DYNAMIC_SHARED = 8
+
+    def allow_dynamic_smem(self, fn: ctypes.c_void_p, nbytes: int) -> None:
+        """Lets ``fn`` launch with ``nbytes`` of dynamic shared memory (over the 48 KB default: opt-in)."""
+        if self.name != "cuda":
+            raise RuntimeError(f"dynamic shared memory over 48 KB: the launcher sets it on CUDA only, not {self.name}")
+        f = getattr(self.lib, self.sp.set_attribute)
+        f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        self.check(f(fn, self.MAX_DYNAMIC_SHARED, int(nbytes)), f"{self.sp.set_attribute}(max dynamic shared {nbytes})")
 
     @staticmethod
     def param_array(args: list) -> ctypes.Array:
@@ -191,6 +204,7 @@ class CudaKernels:
     variant: Variant
     driver: Driver
     functions: dict[str, ctypes.c_void_p]
+    decode_smem: int = 0  # dynamic shared memory of the decode kernel (lower_cuda.decode_dynamic_smem)
     _layouts: dict = field(default_factory=dict)
 
     @property
@@ -284,7 +298,8 @@ class CudaKernels:
         self.driver.launch(self._fn("decode_split", q.dtype), (math.ceil(splits / w), hk * math.ceil(g / QUERIES_PER_WARP), b), 32 * w, [
             _ptr(q), _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(ws["acc"]),
             _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
-            ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream)
+            ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream,
+            smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
         self.driver.launch(self._fn("decode_merge", q.dtype), (b * hq, 1, 1), MERGE_GROUPS * d, [
             _ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sk), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)], stream)
@@ -336,7 +351,11 @@ def load_variant(v: Variant, device: torch.device | str | int | None = None) -> 
             torch.empty(1, device=dev)
             mod = drv.load_module(image)
             fns = {name: drv.function(mod, name) for pair in KERNEL_NAMES.values() for name in pair}
-        _LOADED[key] = CudaKernels(v, drv, fns)
+            smem = decode_dynamic_smem(v.spec, v.target, v.kind, v.options)
+            if smem:  # the 48 KB default bounds static + dynamic together: opt in whatever the size
+                for name in KERNEL_NAMES["decode_split"]:
+                    drv.allow_dynamic_smem(fns[name], smem)
+        _LOADED[key] = CudaKernels(v, drv, fns, smem)
     return _LOADED[key]
 
 

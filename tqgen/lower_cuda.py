@@ -212,6 +212,10 @@ class CudaOptions:
     # reads its own: fewer bank conflicts); the others by byte permutes. 0 copies: permutes only
     pair_copies: int = 0
     pair_chunks: int = 0
+    # decode: the cp.async pipeline and the pair table in dynamic shared memory (sized by
+    # ``decode_dynamic_smem``, passed at launch) instead of static arrays, which stop at 48 KB a block:
+    # room for a conflict-free 4-bit table (a copy per lane: 256 x 32 x 4 = 32 KB). CUDA, line loads only
+    dyn_smem: bool = False
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -230,6 +234,10 @@ class CudaOptions:
         if self.tile_unroll not in (1, self.stages):
             r.append(Reason("tile_unroll", self.tile_unroll, sorted({1, self.stages}),
                             "unrolled by the pipeline depth, every tile's stage slot is a constant"))
+        if self.dyn_smem and self.stages < 2:
+            r.append(Reason("dyn_smem", True, [False], "dynamic shared memory holds the cp.async pipeline (stages >= 2)"))
+        if self.dyn_smem and target.info.vendor is not Vendor.NVIDIA:
+            r.append(Reason("dyn_smem", True, [False], "the launcher sets the dynamic shared-memory limit on CUDA only"))
         if not 1 <= self.decode_min_blocks <= 16:
             r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..16"))
         return r
@@ -724,6 +732,28 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 
+def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> int:
+    """Bytes of dynamic shared memory the decode kernel takes with ``options.dyn_smem`` (0 without): the
+    line-load pipeline (stages x warps x one warp's stage, at least the 8 x D float query rows it
+    replaces) and the pair table (entries x copies, twice that where it is addressed by OR from a base
+    aligned to its size). The kernel static_asserts that its carve-up fits."""
+    if not options.dyn_smem:
+        return 0
+    platform = platform_for(target, kind)
+    lines = _line_loads(spec, platform)
+    if lines is None:
+        raise ValueError(f"dyn_smem: {spec.preset_name or spec} on {target} has no line-load pipeline to place; "
+                         "use the static layout (dyn_smem=False)")
+    lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"]
+    words = max(options.stages * options.decode_warps * lw, 8 * spec.head_dim)
+    kbits = 0 if spec.key_codec.is_fp8 else spec.key_bits
+    copies = options.pair_copies if platform.name == "cuda" and kbits in (3, 4) else 0
+    table = (1 << (2 * kbits)) * copies if copies else 0
+    if table and kbits == 3:
+        table *= 2  # OR addressing: the table is aligned to its size inside twice its room
+    return 4 * (words + table)
+
+
 @lru_cache(maxsize=None)
 def value_windows(vb: int, vq: int) -> tuple[dict[str, Any] | None, ...]:
     """The decode's P·V A fragments as fp16 subnormals (PTX fragments): per m-tile mt, where codes 2mt
@@ -808,6 +838,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
         pv_subnormal=platform.mma_impl == "ptx",
+        dyn_smem_bytes=decode_dynamic_smem(spec, target, kind, options),
         vplan=value_windows(spec.value_bits, bl.vd // 8) if spec.value_bits < 8 else (),
         # 3-bit pair tables (64 entries x copies) are addressed by OR: base aligned to the table size
         pair_or=kbits == 3 and pair_copies > 0,

@@ -62,6 +62,12 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               "c32u1": dataclasses.replace(o, pair_copies=32, tile_unroll=1),
               "w2b8u3c32": dataclasses.replace(o, decode_warps=2, decode_min_blocks=8, tile_unroll=3, pair_copies=32),
               "w2b8u3c1": dataclasses.replace(o, decode_warps=2, decode_min_blocks=8, tile_unroll=3, pair_copies=1),
+              "w8b2c32d": dataclasses.replace(o, decode_warps=8, decode_min_blocks=2, pair_copies=32, dyn_smem=True),
+              "w4b3c32d": dataclasses.replace(o, decode_warps=4, decode_min_blocks=3, pair_copies=32, dyn_smem=True),
+              "w4b4c32d": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4, pair_copies=32, dyn_smem=True),
+              "w4b3d": dataclasses.replace(o, decode_warps=4, decode_min_blocks=3, dyn_smem=True),
+              "w8b2d": dataclasses.replace(o, decode_warps=8, decode_min_blocks=2, dyn_smem=True),
+              "w4b4c32ds2": dataclasses.replace(o, decode_warps=4, decode_min_blocks=4, pair_copies=32, dyn_smem=True, stages=2, tile_unroll=1),
               "u1": dataclasses.replace(o, tile_unroll=1),
               "u3": dataclasses.replace(o, tile_unroll=3),
               **{f"w{w}b{n}u{u}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n, tile_unroll=u)
