@@ -111,6 +111,30 @@ def test_dynamic_smem_sizes_and_reasons():
     src = render_cuda(make_variant(spec, "sm90", options=d))
     assert "extern __shared__ __align__(16) uint32_t tq_dyn[];" in src and "__shared__ uint32_t pairs[" not in src
 
+def test_dyn_smem_override_leaves_kinds_without_a_pipeline_static(monkeypatch):
+    """An override's dyn_smem places the line-load pipeline: the generic instance takes it, the portable
+    instance (no line loads) keeps static shared memory instead of failing to lower; asked for explicitly
+    on the portable kind it is refused with the reason."""
+    import dataclasses
+
+    from tqgen import lower_cuda
+    from tqgen.lower_triton import OptionOverride
+
+    spec = preset_spec_for_target("4bit_nc", Target.SM90, layout="aos")
+    extra = OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
+                           (("decode_warps", 4), ("decode_min_blocks", 3), ("pair_copies", 32), ("dyn_smem", True)),
+                           "test")
+    monkeypatch.setattr(lower_cuda, "CUDA_OPTION_OVERRIDES", lower_cuda.CUDA_OPTION_OVERRIDES + (extra,))
+    generic, portable = (lower_cuda.cuda_options(spec, Target.SM90, k) for k in ("generic", "portable"))
+    assert generic.dyn_smem and not portable.dyn_smem
+    assert dataclasses.replace(portable, dyn_smem=True) == generic  # nothing else differs
+    assert lower_cuda.decode_dynamic_smem(spec, Target.SM90, "generic", generic) > 48 * 1024 - 16 * 1024
+    src = render_cuda(make_variant(spec, "sm90", "portable"))
+    assert "tq_dyn" not in src and make_variant(spec, "sm90").options.dyn_smem
+    with pytest.raises(ValueError, match="no line-load pipeline"):
+        make_variant(spec, "sm90", "portable", options=generic)
+
+
 def test_tile_unroll_is_the_pipeline_depth_where_measured():
     # unrolled by the stage count every stage slot is a constant; any other factor is refused
     assert not CudaOptions(tile_unroll=3).reasons(Target.SM90)

@@ -331,12 +331,18 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
     for t in _NV)
 
 
-def cuda_options(spec: LayoutSpec, target: Target) -> CudaOptions:
-    """The target's options with every matching per-spec override applied, in table order."""
+def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> CudaOptions:
+    """The target's options with every matching per-spec override applied, in table order. An override's
+    ``dyn_smem`` is a placement of the line-load pipeline: an instance of ``kind`` without one (the
+    ``portable`` fragment path) keeps its static shared memory (an explicit ``CudaOptions(dyn_smem=True)``
+    passed to ``make_variant`` is still refused there, by ``decode_dynamic_smem``)."""
     opts = CUDA_OPTIONS.get(target, CudaOptions())
     for o in CUDA_OPTION_OVERRIDES:
         if o.applies(spec, target):
             opts = dataclasses.replace(opts, **dict(o.changes))
+    if opts.dyn_smem and not cuda_reasons(spec, target, kind) and (
+            opts.stages < 2 or _line_loads(spec, platform_for(target, kind)) is None):
+        opts = dataclasses.replace(opts, dyn_smem=False)
     return opts
 
 
@@ -861,7 +867,7 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
                  options: CudaOptions | None = None) -> Variant:
     t = Target.parse(target, "target")
     reasons = cuda_reasons(spec, t, kind)
-    opts = options or cuda_options(spec, t)
+    opts = options or cuda_options(spec, t, kind)
     if not reasons:
         reasons += opts.reasons(t)
     if reasons:
