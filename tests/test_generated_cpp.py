@@ -106,3 +106,48 @@ def test_dynamic_smem_decode_compiles(tmp_path):
         k = r.kernels["tq_decode_split_bf16"]
         assert r.spills == 0 and k["registers"] <= 65536 // (32 * warps * blocks), k
         assert k["smem"] <= 4096, k  # static: the query scales (and SoA's query fragments) only
+
+
+D64_CASES = [(p, lay) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")]
+# 4bit_nc SoA at head_dim 64 (4 warps x 6 blocks, 80 registers): ptxas spills two values around the tile
+# loop (the GQA group size G and a copy address the rolled tail tiles reuse; 8 bytes, stored before the
+# loop and loaded after it, none inside; 4 bytes at 9164cff and b925810, 8 before and since 8b09f33; the
+# seventh session adopted these options at 80 registers without spills). Dividing G again after the loop
+# removes one (tried, not landed: no GPU run to check it). Strict: a fix fails this until the mark goes.
+D64_SPILLS = {("4bit_nc", "soa")}
+
+
+@pytest.fixture(scope="module")
+def d64_results(tmp_path_factory):
+    """The head_dim 64 sm90 instances (built on demand, not in generated/) compiled once."""
+    from tqgen.build import preset_spec_for_target
+    from tqgen.ir import Target
+    from tqgen.lower_cuda import make_variant, render_cuda
+
+    out = tmp_path_factory.mktemp("d64")
+
+    def one(case):
+        v = make_variant(preset_spec_for_target(case[0], Target.SM90, layout=case[1], head_dim=64), "sm90")
+        src = out / "-".join(case) / "kernel.cu"
+        src.parent.mkdir()
+        src.write_text(render_cuda(v))
+        return compile_cuda(src, "sm90", src.parent)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            return dict(zip(D64_CASES, pool.map(one, D64_CASES)))
+    except ToolchainMissing as err:
+        if os.environ.get("CI_REQUIRE_HIP") == "1":
+            raise
+        pytest.skip(f"C++ toolchain missing: {err}")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(
+    strict=True, reason="8 bytes spilled around the tile loop (see D64_SPILLS)")) if c in D64_SPILLS else c
+    for c in D64_CASES], ids=lambda c: "-".join(c))
+def test_head_dim_64_compiles_without_spills(case, d64_results):
+    """head_dim 64 (the SmolLM2 shape; the runtime builds these on demand) compiles for sm90 at its
+    options' launch bounds, warnings as errors, with no spills and no stack frame."""
+    r = d64_results[case]
+    assert r.ok, r.log[-3000:]
+    assert r.measured and r.spills == 0 and r.stack == 0, {k: v for k, v in r.kernels.items() if v["spill_stores"]}
