@@ -151,3 +151,39 @@ def test_head_dim_64_compiles_without_spills(case, d64_results):
     r = d64_results[case]
     assert r.ok, r.log[-3000:]
     assert r.measured and r.spills == 0 and r.stack == 0, {k: v for k, v in r.kernels.items() if v["spill_stores"]}
+
+
+def test_decode_sass_per_tile_matches_snapshot(results, d64_results):
+    """Every default sm90 decode's SASS instructions per 16-token tile (tqgen.sass) equal the committed
+    snapshot tests/data/sass_tile_sm90.json, exactly (the same nvcc gives the same SASS): a kernel change
+    that moves a count shows it in the diff of that file (refresh: python bench/dbg/sass_tile.py
+    --write-snapshot), so instruction-count regressions are seen without a GPU. The 3-bit decodes are
+    issue-bound on the H200 (bench/results/h200-2026-12-01-ncu-session8.md): their time follows this count."""
+    import json
+
+    from tqgen import sass
+    from tqgen.build import preset_spec_for_target
+    from tqgen.ir import Target
+
+    snap = json.loads(sass.SNAPSHOT.read_text())
+    try:
+        version = sass.nvcc_version()
+        sass.find_cuobjdump()
+    except ToolchainMissing as err:
+        if os.environ.get("CI_REQUIRE_HIP") == "1":
+            raise
+        pytest.skip(f"toolchain missing: {err}")
+    if version != snap["nvcc"]:
+        pytest.skip(f"nvcc {version}, the snapshot was taken with {snap['nvcc']}: SASS differs between compilers; "
+                    "refresh it with python bench/dbg/sass_tile.py --write-snapshot")
+    by_token = {e["spec"]: e for e in ENTRIES if e["backend"] == "cuda"}
+    got = {}
+    for p in sass.SNAPSHOT_PRESETS:
+        for lay in sass.SNAPSHOT_LAYOUTS:
+            e = by_token[preset_spec_for_target(p, Target.SM90, layout=lay).token]
+            got[sass.snapshot_key(p, lay, 128)] = sass.tile_profile(results[(e["id"], "sm90")].output, 128).per_tile
+            got[sass.snapshot_key(p, lay, 64)] = sass.tile_profile(d64_results[(p, lay)].output, 64).per_tile
+    changed = {k: (snap["per_tile"].get(k), v) for k, v in got.items() if snap["per_tile"].get(k) != v}
+    assert not changed and set(got) == set(snap["per_tile"]), (
+        f"SASS instructions per tile (snapshot, now): {changed}; if intended, refresh tests/data/sass_tile_sm90.json "
+        "with python bench/dbg/sass_tile.py --write-snapshot and say why in the commit")

@@ -1,0 +1,57 @@
+"""tqgen.sass on hand-written SASS (no toolchain): the tile loop is the backward branch over the most
+HMMAs that holds no EXIT; per-tile counts divide by D/8 HMMAs a tile; bad input says what was wrong."""
+
+import pytest
+
+from tqgen import sass
+from tqgen.compile_cpp import ToolchainMissing
+
+SAMPLE = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/              @!P0 BRA 0x90 ;
+        /*0030*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*0040*/                   LDS R2, [R3] ;
+        /*0050*/                   NOP ;
+        /*0060*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*0070*/                   ISETP.GE.AND P0, PT, R0, R5, PT ;
+        /*0080*/              @!P0 BRA 0x30 ;
+        /*0090*/                   EXIT ;
+        /*00a0*/                   WARPSYNC.COLLECTIVE R54, 0xb0 ;
+        /*00b0*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*00c0*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*00d0*/                   BRA 0x10 ;
+"""
+
+
+def parsed():
+    return [(int(m.group(1), 16), m.group(2), m.group(3).strip()) for m in map(sass._LINE.search, SAMPLE.splitlines())
+            if m]
+
+
+def test_parse_keeps_predicated_opcodes():
+    ins = parsed()
+    assert len(ins) == 14 and ins[2] == (0x20, "BRA", "0x90") and ins[3][1] == "HMMA.16816.F32"
+
+
+def test_tile_loop_skips_branches_over_an_exit():
+    # the stub at 0xd0 branches back over 4 HMMAs but also over the EXIT: the loop is 0x30..0x80 (2 HMMAs)
+    assert sass.tile_loop(parsed()) == (0x30, 0x80)
+
+
+def test_tile_profile_counts_per_tile(monkeypatch):
+    monkeypatch.setattr(sass, "disassemble", lambda cubin, kernel=sass.DECODE_KERNEL: parsed())
+    p = sass.tile_profile("x.cubin", head_dim=16)  # D/8 = 2 HMMAs a tile: one tile a trip
+    assert p.tiles == 1 and p.per_tile == 5 and p.mix == {"HMMA": 2, "LDS": 1, "ISETP": 1, "BRA": 1}  # NOP left out
+    assert sass.tile_profile("x.cubin", head_dim=32).per_tile == 10  # 4 HMMAs a tile: half a tile a trip
+
+
+def test_no_loop_is_an_error():
+    with pytest.raises(ValueError, match="no backward branch over HMMA"):
+        sass.tile_loop([(0, "LDS", "R1, [R2]"), (16, "BRA", "0x0")])
+
+
+def test_cuobjdump_env_must_be_executable(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUOBJDUMP", str(tmp_path / "nope"))
+    with pytest.raises(ToolchainMissing, match="CUOBJDUMP=.*not an executable file"):
+        sass.find_cuobjdump()

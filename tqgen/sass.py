@@ -1,0 +1,130 @@
+"""SASS of the C++ decode's tile loop without a GPU: instructions per 16-token tile, with the opcode mix.
+
+    prof = tile_profile(compile_cuda(src, "sm90", out).output, head_dim=128)
+    prof.per_tile, prof.mix["LDS"]
+
+The decode's time on the H200 follows its instructions per tile where the loop is issue-bound (the 3-bit
+kernels; bench/results/h200-2026-12-01-ncu-session8.md), so the count is the CPU-side reading of what a
+kernel change costs. ``tests/data/sass_tile_sm90.json`` holds the counts of every default sm90 decode and a
+test compares them (a change that moves a count updates that file:
+``python bench/dbg/sass_tile.py --write-snapshot``).
+
+The loop is the backward branch whose range holds the most HMMAs and no EXIT (the out-of-line warp
+divergence stubs branch back over the whole kernel), the shortest on ties; a tile is D/8 HMMAs (D/16
+k-steps of Sᵀ = K·Qᵀ, D/16 m-tiles of Oᵀ += Vᵀ·Pᵀ). Static counts: the accumulator rescale that runs only
+when a maximum grows is inside the loop and counted.
+
+Needs ``cuobjdump``: ``$CUOBJDUMP``, else on PATH, else the ``nvidia-cuda-cuobjdump`` wheel's
+(``pip install nvidia-cuda-cuobjdump``; .ci/run installs it). Imports neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .compile_cpp import ToolchainMissing
+
+DECODE_KERNEL = "tq_decode_split_bf16"
+_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);")
+
+
+@dataclass(frozen=True)
+class TileProfile:
+    """``per_tile``: the loop's instructions (NOPs excluded) over its tiles; ``mix``: per opcode (the name
+    before the first dot) per tile; ``tiles``: tiles a trip (the unroll factor); ``loop``: its address range;
+    ``total``: the kernel's instructions."""
+
+    per_tile: float
+    mix: dict[str, float]
+    tiles: float
+    loop: tuple[int, int]
+    total: int
+
+
+def find_cuobjdump() -> Path:
+    """``$CUOBJDUMP``, else ``cuobjdump`` on PATH, else ``nvidia/cu*/bin/cuobjdump`` of an installed
+    ``nvidia-cuda-cuobjdump`` wheel."""
+    env = os.environ.get("CUOBJDUMP")
+    if env:
+        if not (Path(env).is_file() and os.access(env, os.X_OK)):
+            raise ToolchainMissing(f"CUOBJDUMP={env!r} is not an executable file; point it at cuobjdump or unset it")
+        return Path(env)
+    found = shutil.which("cuobjdump")
+    if found:
+        return Path(found)
+    for root in map(Path, sys.path):
+        for exe in sorted((root / "nvidia").glob("cu*/bin/cuobjdump")) if (root / "nvidia").is_dir() else ():
+            if os.access(exe, os.X_OK):
+                return exe
+    raise ToolchainMissing("cuobjdump not found: not in $CUOBJDUMP, not on PATH, no nvidia-cuda-cuobjdump wheel "
+                           "installed; run `pip install nvidia-cuda-cuobjdump` (what .ci/run does) or set CUOBJDUMP")
+
+
+def disassemble(cubin: Path, kernel: str = DECODE_KERNEL) -> list[tuple[int, str, str]]:
+    """(address, opcode, operands) of ``kernel``'s instructions in ``cubin``."""
+    r = subprocess.run([str(find_cuobjdump()), "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"cuobjdump -sass -fun {kernel} {cubin} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    ins = [(int(m.group(1), 16), m.group(2), m.group(3).strip()) for m in map(_LINE.search, r.stdout.splitlines()) if m]
+    if not ins:
+        raise ValueError(f"{cubin} has no SASS for kernel {kernel!r} (an extern \"C\" name such as {DECODE_KERNEL!r})")
+    return ins
+
+
+def tile_loop(ins: list[tuple[int, str, str]]) -> tuple[int, int]:
+    """(start, end) addresses of the tile loop (see the module docstring)."""
+    best, key = None, None
+    for addr, op, args in ins:
+        m = re.search(r"0x([0-9a-f]+)", args)
+        if not op.startswith("BRA") or op.startswith("BRA.DIV") or not m or int(m.group(1), 16) >= addr:
+            continue
+        lo = int(m.group(1), 16)
+        body = [o for a, o, _ in ins if lo <= a <= addr]
+        if any(o.startswith("EXIT") for o in body):
+            continue
+        k = (sum(o.startswith("HMMA") for o in body), -len(body))
+        if key is None or k > key:
+            best, key = (lo, addr), k
+    if best is None or key[0] == 0:
+        raise ValueError("no backward branch over HMMA instructions: not a tqgen decode kernel's SASS")
+    return best
+
+
+def tile_profile(cubin: Path, head_dim: int, kernel: str = DECODE_KERNEL) -> TileProfile:
+    """Instructions per 16-token tile of ``kernel``'s loop in ``cubin`` (compiled for sm_80+)."""
+    ins = disassemble(cubin, kernel)
+    lo, hi = tile_loop(ins)
+    body = [op for a, op, _ in ins if lo <= a <= hi and not op.startswith("NOP")]
+    mix = collections.Counter(op.split(".")[0] for op in body)
+    tiles = mix["HMMA"] / (head_dim // 8)
+    return TileProfile(per_tile=round(len(body) / tiles, 2), mix={k: round(v / tiles, 2) for k, v in mix.items()},
+                       tiles=tiles, loop=(lo, hi), total=len(ins))
+
+
+# ------------------------------------------------------------------ the committed snapshot of the defaults
+SNAPSHOT = Path(__file__).resolve().parents[1] / "tests" / "data" / "sass_tile_sm90.json"
+SNAPSHOT_PRESETS = ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")
+SNAPSHOT_LAYOUTS = ("soa", "aos")
+SNAPSHOT_HEAD_DIMS = (128, 64)
+
+
+def nvcc_version() -> str:
+    """nvcc's release and build ("V13.0.88"): SASS counts are compared only under the same compiler."""
+    from .compile_cpp import find_nvcc
+
+    out = subprocess.run([str(find_nvcc()), "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"\bV(\d+\.\d+\.\d+)", out)
+    if not m:
+        raise RuntimeError(f"cannot read nvcc's version from: {out.strip()[-300:]}")
+    return "V" + m.group(1)
+
+
+def snapshot_key(preset: str, layout: str, head_dim: int) -> str:
+    return f"d{head_dim}/{layout}/{preset}"
