@@ -168,7 +168,7 @@ def test_decode_sass_per_tile_matches_snapshot(results, d64_results):
     snap = json.loads(sass.SNAPSHOT.read_text())
     try:
         version = sass.nvcc_version()
-        sass.find_cuobjdump()
+        sass.find_cuobjdump(), sass.find_nvdisasm()
     except ToolchainMissing as err:
         if os.environ.get("CI_REQUIRE_HIP") == "1":
             raise

@@ -55,3 +55,14 @@ def test_cuobjdump_env_must_be_executable(monkeypatch, tmp_path):
     monkeypatch.setenv("CUOBJDUMP", str(tmp_path / "nope"))
     with pytest.raises(ToolchainMissing, match="CUOBJDUMP=.*not an executable file"):
         sass.find_cuobjdump()
+
+
+def test_nvdisasm_env_may_name_its_folder(monkeypatch, tmp_path):
+    exe = tmp_path / "nvdisasm"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("NVDISASM_PATH", str(tmp_path))
+    assert sass.find_nvdisasm() == exe
+    monkeypatch.setenv("NVDISASM_PATH", str(tmp_path / "missing"))
+    with pytest.raises(ToolchainMissing, match="NVDISASM_PATH=.*nvdisasm"):
+        sass.find_nvdisasm()

@@ -14,8 +14,9 @@ divergence stubs branch back over the whole kernel), the shortest on ties; a til
 k-steps of Sᵀ = K·Qᵀ, D/16 m-tiles of Oᵀ += Vᵀ·Pᵀ). Static counts: the accumulator rescale that runs only
 when a maximum grows is inside the loop and counted.
 
-Needs ``cuobjdump``: ``$CUOBJDUMP``, else on PATH, else the ``nvidia-cuda-cuobjdump`` wheel's
-(``pip install nvidia-cuda-cuobjdump``; .ci/run installs it). Imports neither torch nor triton.
+Needs ``cuobjdump`` and the ``nvdisasm`` it runs: ``$CUOBJDUMP`` / ``$NVDISASM_PATH``, else on PATH, else the
+``nvidia-cuda-cuobjdump`` / ``nvidia-cuda-nvdisasm`` wheels' (``pip install nvidia-cuda-cuobjdump
+nvidia-cuda-nvdisasm``: 7 MB, no CUDA install; .ci/run installs them). Imports neither torch nor triton.
 """
 
 from __future__ import annotations
@@ -48,28 +49,42 @@ class TileProfile:
     total: int
 
 
-def find_cuobjdump() -> Path:
-    """``$CUOBJDUMP``, else ``cuobjdump`` on PATH, else ``nvidia/cu*/bin/cuobjdump`` of an installed
-    ``nvidia-cuda-cuobjdump`` wheel."""
-    env = os.environ.get("CUOBJDUMP")
-    if env:
-        if not (Path(env).is_file() and os.access(env, os.X_OK)):
-            raise ToolchainMissing(f"CUOBJDUMP={env!r} is not an executable file; point it at cuobjdump or unset it")
-        return Path(env)
-    found = shutil.which("cuobjdump")
+def _find_tool(name: str, env: str, wheel: str) -> Path:
+    """``$env``, else ``name`` on PATH, else ``nvidia/cu*/bin/name`` of an installed ``wheel``."""
+    given = os.environ.get(env)
+    if given:
+        exe = Path(given) / name if Path(given).is_dir() else Path(given)
+        if not (exe.is_file() and os.access(exe, os.X_OK)):
+            raise ToolchainMissing(f"{env}={given!r} is not an executable file (or a folder holding {name}); "
+                                   f"point it at {name} or unset it")
+        return exe
+    found = shutil.which(name)
     if found:
         return Path(found)
     for root in map(Path, sys.path):
-        for exe in sorted((root / "nvidia").glob("cu*/bin/cuobjdump")) if (root / "nvidia").is_dir() else ():
+        for exe in sorted((root / "nvidia").glob(f"cu*/bin/{name}")) if (root / "nvidia").is_dir() else ():
             if os.access(exe, os.X_OK):
                 return exe
-    raise ToolchainMissing("cuobjdump not found: not in $CUOBJDUMP, not on PATH, no nvidia-cuda-cuobjdump wheel "
-                           "installed; run `pip install nvidia-cuda-cuobjdump` (what .ci/run does) or set CUOBJDUMP")
+    raise ToolchainMissing(f"{name} not found: not in ${env}, not on PATH, no {wheel} wheel installed; run "
+                           f"`pip install {wheel}` (what .ci/run does) or set {env}")
+
+
+def find_cuobjdump() -> Path:
+    """``$CUOBJDUMP``, else ``cuobjdump`` on PATH, else the ``nvidia-cuda-cuobjdump`` wheel's."""
+    return _find_tool("cuobjdump", "CUOBJDUMP", "nvidia-cuda-cuobjdump")
+
+
+def find_nvdisasm() -> Path:
+    """``$NVDISASM_PATH``, else ``nvdisasm`` on PATH, else the ``nvidia-cuda-nvdisasm`` wheel's (cuobjdump -sass
+    runs it)."""
+    return _find_tool("nvdisasm", "NVDISASM_PATH", "nvidia-cuda-nvdisasm")
 
 
 def disassemble(cubin: Path, kernel: str = DECODE_KERNEL) -> list[tuple[int, str, str]]:
     """(address, opcode, operands) of ``kernel``'s instructions in ``cubin``."""
-    r = subprocess.run([str(find_cuobjdump()), "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True)
+    env = dict(os.environ, NVDISASM_PATH=str(find_nvdisasm().parent))
+    r = subprocess.run([str(find_cuobjdump()), "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True,
+                       env=env)
     if r.returncode != 0:
         raise RuntimeError(f"cuobjdump -sass -fun {kernel} {cubin} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
     ins = [(int(m.group(1), 16), m.group(2), m.group(3).strip()) for m in map(_LINE.search, r.stdout.splitlines()) if m]

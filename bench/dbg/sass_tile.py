@@ -7,8 +7,8 @@ many instructions a kernel change costs or saves before any GPU time is spent on
     python bench/dbg/sass_tile.py --write-snapshot                # every default sm90 decode at D=128 and 64
                                                                   # -> tests/data/sass_tile_sm90.json
 
-Needs nvcc (compile_cpp.find_nvcc) and cuobjdump (tqgen.sass.find_cuobjdump: $CUOBJDUMP, PATH, or
-`pip install nvidia-cuda-cuobjdump`).
+Needs nvcc (compile_cpp.find_nvcc), cuobjdump and nvdisasm (tqgen.sass: $CUOBJDUMP / $NVDISASM_PATH, PATH,
+or `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`).
 """
 
 from __future__ import annotations
