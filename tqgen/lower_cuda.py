@@ -738,6 +738,13 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 
+def _pair_table(spec: LayoutSpec, platform: Platform, options: CudaOptions) -> tuple[int, int]:
+    """(key bits, pair-table copies): 0 bits for fp8 keys; copies only for 3-/4-bit keys on the CUDA
+    platform (the HIP fragment path looks codes up by byte permutes)."""
+    kbits = 0 if spec.key_codec.is_fp8 else spec.key_bits
+    return kbits, options.pair_copies if platform.name == "cuda" and kbits in (3, 4) else 0
+
+
 def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> int:
     """Bytes of dynamic shared memory the decode kernel takes with ``options.dyn_smem`` (0 without): the
     line-load pipeline (stages x warps x one warp's stage, at least the 8 x D float query rows it
@@ -752,8 +759,7 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
                          "use the static layout (dyn_smem=False)")
     lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"]
     words = max(options.stages * options.decode_warps * lw, 8 * spec.head_dim)
-    kbits = 0 if spec.key_codec.is_fp8 else spec.key_bits
-    copies = options.pair_copies if platform.name == "cuda" and kbits in (3, 4) else 0
+    kbits, copies = _pair_table(spec, platform, options)
     table = (1 << (2 * kbits)) * copies if copies else 0
     if table and kbits == 3:
         table *= 2  # OR addressing: the table is aligned to its size inside twice its room
@@ -823,8 +829,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
             signs.append(str(sum(1 << i for i in range(32) if s[32 * w + i] < 0)))
     platform = platform_for(target, kind)
     lines = _line_loads(spec, platform) if options.stages >= 2 else None
-    kbits = 0 if spec.key_codec.is_fp8 else spec.key_bits
-    pair_copies = options.pair_copies if platform.name == "cuda" and kbits in (3, 4) else 0
+    kbits, pair_copies = _pair_table(spec, platform, options)
+    vplan = value_windows(spec.value_bits, bl.vd // 8) if spec.value_bits < 8 else ()
     return dict(
         ctx, spec=spec, target=str(target), kind=kind, kd=bl.kd, vd=bl.vd,
         kbits=kbits, key_fp8=spec.key_codec.is_fp8,
@@ -845,7 +851,10 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
         pv_subnormal=platform.mma_impl == "ptx",
         dyn_smem_bytes=decode_dynamic_smem(spec, target, kind, options),
-        vplan=value_windows(spec.value_bits, bl.vd // 8) if spec.value_bits < 8 else (),
+        vplan=vplan,
+        # the epilogue's row scales 2^(24-p) of each m-tile's two codes (at bits 0 and VB where funnel-shifted)
+        pv_rows=[(2.0 ** (24 - w["lo"]["p"]), 2.0 ** (24 - w["hi"]["p"])) if w else (2.0 ** 24, 2.0 ** (24 - spec.value_bits))
+                 for w in vplan],
         # 3-bit pair tables (64 entries x copies) are addressed by OR: base aligned to the table size
         pair_or=kbits == 3 and pair_copies > 0,
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),
