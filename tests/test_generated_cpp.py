@@ -20,6 +20,15 @@ ENTRIES = [e for e in read_manifest(ROOT)["variants"] if e["backend"] in ("cuda"
 JOBS = [(e, arch) for e in ENTRIES for arch in (("sm80", "sm90") if e["backend"] == "cuda" else (e["target"],))]
 
 
+def _compile_variant(v, d: Path):
+    """Render a variant not in generated/ into ``d`` and nvcc it for its target."""
+    from tqgen.lower_cuda import render_cuda
+
+    d.mkdir(parents=True)
+    (d / "kernel.cu").write_text(render_cuda(v))
+    return compile_cuda(d / "kernel.cu", str(v.target), d)
+
+
 def _compile(job, out: Path):
     e, arch = job
     src = next((ROOT / e["path"]).glob("kernel.*"))
@@ -63,15 +72,12 @@ def test_portable_instances_compile(tmp_path):
     family here, so a CUDA-only helper it lacks fails on the CPU, not on the GPU."""
     from tqgen.build import preset_spec_for_target
     from tqgen.ir import Target
-    from tqgen.lower_cuda import make_variant, render_cuda
+    from tqgen.lower_cuda import make_variant
 
     for preset in ("k8v4", "k3v4_nc"):
         v = make_variant(preset_spec_for_target(preset, Target.SM90, layout="soa"), "sm90", "portable")
-        src = tmp_path / preset / "kernel.cu"
-        src.parent.mkdir()
-        src.write_text(render_cuda(v))
         try:
-            r = compile_cuda(src, "sm90", tmp_path / preset)
+            r = _compile_variant(v, tmp_path / preset)
         except ToolchainMissing as err:
             pytest.skip(f"C++ toolchain missing: {err}")
         assert r.ok, r.log[-3000:]  # (spills allowed: a test instance; its decode emulates mma with shuffles)
@@ -87,7 +93,7 @@ def test_dynamic_smem_decode_compiles(tmp_path):
 
     from tqgen.build import preset_spec_for_target
     from tqgen.ir import Target
-    from tqgen.lower_cuda import cuda_options, decode_dynamic_smem, make_variant, render_cuda
+    from tqgen.lower_cuda import cuda_options, decode_dynamic_smem, make_variant
 
     for layout, warps, blocks in (("soa", 8, 2), ("aos", 4, 3)):
         spec = preset_spec_for_target("4bit_nc", Target.SM90, layout=layout)
@@ -95,11 +101,8 @@ def test_dynamic_smem_decode_compiles(tmp_path):
                                 pair_copies=32, dyn_smem=True)
         nbytes = decode_dynamic_smem(spec, Target.SM90, "generic", o)
         assert 48 * 1024 < nbytes and blocks * (nbytes + 1024) <= 228 * 1024, nbytes  # fits the SM's 228 KB
-        src = tmp_path / layout / "kernel.cu"
-        src.parent.mkdir()
-        src.write_text(render_cuda(make_variant(spec, "sm90", options=o)))
         try:
-            r = compile_cuda(src, "sm90", tmp_path / layout)
+            r = _compile_variant(make_variant(spec, "sm90", options=o), tmp_path / layout)
         except ToolchainMissing as err:
             pytest.skip(f"C++ toolchain missing: {err}")
         assert r.ok, r.log[-3000:]
@@ -122,16 +125,13 @@ def d64_results(tmp_path_factory):
     """The head_dim 64 sm90 instances (built on demand, not in generated/) compiled once."""
     from tqgen.build import preset_spec_for_target
     from tqgen.ir import Target
-    from tqgen.lower_cuda import make_variant, render_cuda
+    from tqgen.lower_cuda import make_variant
 
     out = tmp_path_factory.mktemp("d64")
 
     def one(case):
         v = make_variant(preset_spec_for_target(case[0], Target.SM90, layout=case[1], head_dim=64), "sm90")
-        src = out / "-".join(case) / "kernel.cu"
-        src.parent.mkdir()
-        src.write_text(render_cuda(v))
-        return compile_cuda(src, "sm90", src.parent)
+        return _compile_variant(v, out / "-".join(case))
 
     try:
         with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
