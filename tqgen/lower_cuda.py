@@ -292,6 +292,13 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "4-bit keys, AoS line loads: a 16-copy pair table, 726 / 737 us vs 765 / 782 us with 8 copies "
                    "(B=32 L=32K / B=128 L=8K; 4 warps x 2 blocks, 3 blocks, 2 or 4 stages: no gain; "
                    "bench/results/h200-2026-12-01-sweep-aos-options.md)"),
+    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
+                   (("decode_warps", 4), ("decode_min_blocks", 3), ("pair_copies", 32), ("dyn_smem", True)),
+                   "4-bit keys, AoS: a pair-table copy per lane (32 KB, no bank conflicts; Nsight Compute saw 46 % "
+                   "of the 16-copy table's shared wavefronts as conflicts, -ncu-session8.md) in dynamic shared "
+                   "memory, 3 blocks of 4 warps. Debug sweep, same run vs 6 blocks of 2 warps with 16 copies: "
+                   "432 / 509 us vs 468 / 519 (B=32 L=32K / B=128 L=8K), head_dim 64 (B=32 L=32K Hq 9 Hk 3) "
+                   "111 vs 116 us (bench/results/h200-2026-12-01-sweep-session10.md)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("head_dim", 128)),
                    (("decode_warps", 4), ("decode_min_blocks", 4)),
                    "3-bit keys, SoA, head_dim 128, with line loads: 4 blocks of 4 warps (one 64-entry pair table "

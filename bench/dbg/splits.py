@@ -30,7 +30,8 @@ for preset in sys.argv[1].split(","):
     o = kern.variant.options
     nb = ctypes.c_int()
     fn = kern._fn("decode_split", torch.bfloat16)
-    lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(nb), fn, 32 * o.decode_warps, ctypes.c_size_t(0))
+    lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(nb), fn, 32 * o.decode_warps,
+                                                ctypes.c_size_t(kern.decode_smem))
     occ = f"{nb.value} blocks x {o.decode_warps} warps (bound {o.decode_min_blocks})"
     for b, L in SHAPES:
         q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)

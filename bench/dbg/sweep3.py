@@ -1,7 +1,11 @@
 """SoA decode options (after 3-bit value line loads): block shape x pair-table copies x stages,
 B=32 L=32K and B=128 L=8K at D=128 (Hq 32, Hk 8), or with D=64 in the environment B=32 L=32K at the
-SmolLM2 shape (Hq 9, Hk 3, D 64); LAYOUT=aos for AoS. Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET] (debug, not a result)."""
+SmolLM2 shape (Hq 9, Hk 3, D 64); LAYOUT=aos for AoS; SPLITS=0,4 times every combo at these split
+counts (0: the heuristic's choice for that combo; default 0). A combo not in the table below is read as
+w<warps>b<blocks>[c<copies>][u<unroll>][d (dynamic shared memory)][s<stages>], e.g. w2b6c16. Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET]
+(debug, not a result)."""
 import dataclasses
+import re
 import sys
 
 import torch
@@ -73,6 +77,14 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
               **{f"w{w}b{n}u{u}": dataclasses.replace(o, decode_warps=w, decode_min_blocks=n, tile_unroll=u)
                  for w, n in ((2, 6), (2, 7), (2, 8), (4, 3), (4, 4)) for u in (1, 3)},
               "qreg_w2b8": dataclasses.replace(o, q_in_smem=False, decode_warps=2, decode_min_blocks=8)}
+    for k in sys.argv[1].split(","):  # any other name spelled w<warps>b<blocks>[c<copies>][u<unroll>][d][s<stages>]
+        m = re.fullmatch(r"w(\d+)b(\d+)(?:c(\d+))?(?:u(\d+))?(d)?(?:s(\d+))?", k)
+        if k not in combos and m:
+            w, n, c, u, d, st = m.groups()
+            combos[k] = dataclasses.replace(o, decode_warps=int(w), decode_min_blocks=int(n), dyn_smem=bool(d),
+                                            **({"pair_copies": int(c)} if c else {}),
+                                            **({"tile_unroll": int(u)} if u else {}),
+                                            **({"stages": int(st)} if st else {}))
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     combos = {k: v for k, v in combos.items() if k == "default" or v != o}  # skip no-op combos
     kerns = {}
@@ -95,11 +107,11 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
         exp = ref.decode(spec, q[:2], cache, bt[:2], sl[:2])
         for name, kern in kerns.items():
             err = rel_err(kern.decode(q[:2], cache, bt[:2], sl[:2]), exp)
-            sp = kern.num_splits_for(b, HK, L, dev)
-            ws = kern.workspace(b, HQ, sp, dev)
-            out = torch.empty_like(q)
-            t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
-            rows.append(f"| {preset} D{D} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
-            print(rows[-1], file=sys.stderr, flush=True)
+            for sp in [int(x) or kern.num_splits_for(b, HK, L, dev) for x in os.environ.get("SPLITS", "0").split(",")]:
+                ws = kern.workspace(b, HQ, sp, dev)
+                out = torch.empty_like(q)
+                t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
+                rows.append(f"| {preset} D{D} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
+                print(rows[-1], file=sys.stderr, flush=True)
 print("\n| preset | shape | options | splits | us | % ceiling | rel err |\n|---|---|---|---|---|---|---|")
 print("\n".join(rows))
