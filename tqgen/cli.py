@@ -149,7 +149,7 @@ command("check", "eligibility of a spec on a target, or staleness of generated/ 
 
 
 def _load_optional_commands() -> None:
-    for mod in ("tqgen.build", "tqgen.evaluation", "tqgen.bench"):
+    for mod in ("tqgen.build", "tqgen.evaluation", "tqgen.bench", "tqgen.tuning"):
         try:
             __import__(mod)
         except ImportError as e:  # a verb whose module cannot load is reported, not fatal

@@ -28,6 +28,7 @@ from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
                          store_lanes)
 from .build import source_name, user_cache, variant_dir
+from .tuning import tuned_splits
 from .variants import Variant
 
 log = logging.getLogger("tqgen.cuda")
@@ -255,8 +256,17 @@ class CudaKernels:
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
-        """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe); see
-        ``decode_splits``. Resident warps per SM: the launch bound's blocks x warps (CUDA), 16 (HIP)."""
+        """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe): the
+        device's tuning table where it has this variant near this shape (tqgen.tuning), else
+        ``heuristic_splits``."""
+        if device.type == "cuda" and self.variant.target.info.vendor is Vendor.NVIDIA:
+            s = tuned_splits(self.variant, torch.cuda.get_device_name(device), batch * num_kv_heads, max_seq_len)
+            if s is not None:
+                return s
+        return self.heuristic_splits(batch, num_kv_heads, max_seq_len, device)
+
+    def heuristic_splits(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
+        """``decode_splits`` with resident warps per SM = the launch bound's blocks x warps (CUDA), 16 (HIP)."""
         sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
         o = self.variant.options
         per_sm = 16 if self.variant.target.info.vendor is Vendor.AMD else o.decode_min_blocks * o.decode_warps

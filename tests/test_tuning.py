@@ -1,0 +1,172 @@
+"""The decode split tuning tables (tqgen.tuning): lookup rules, staleness, errors, and the committed
+H200 table being live for today's launch options. CPU only (the tuner itself runs on the GPU:
+``tqgen tune``; tests/test_cuda_gpu.py decodes at the split counts the table gives)."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from tqgen import tuning
+from tqgen.build import preset_spec_for_target
+from tqgen.cli import main
+from tqgen.ir import Target
+from tqgen.lower_cuda import cuda_options, make_variant
+from tqgen.tuning import PACKAGE_DIR, RADIUS, Point, TableError, VariantTable
+
+H200 = PACKAGE_DIR / "nvidia-h200.json"
+PRESETS = ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")
+
+
+def _table(points, warps_options=None):
+    return VariantTable("k", warps_options or {}, {}, tuple(Point(u, t, s, 1.0, s, 1.0) for u, t, s in points))
+
+
+def test_lookup_takes_the_nearest_point_within_the_radius():
+    t = _table([(8, 64, 16), (256, 2048, 4), (1024, 512, 6), (256, 512, 8)])
+    assert t.splits_for(256, 32768, 2) == 4           # exact point
+    assert t.splits_for(256, 2048 * 16 * 1.9, 2) == 4  # < 1 octave off in tiles
+    assert t.splits_for(200, 8192, 2) == 8            # nearest of (256, 512) and (1024, 512) in log2
+    assert t.splits_for(8, 1024, 2) == 16             # (8, 64)
+    # more than RADIUS octaves from every point on some axis: the heuristic decides
+    assert RADIUS == 1.0
+    assert t.splits_for(8, 16 * 64 * 2 ** 1.5, 2) is None
+    assert t.splits_for(3000, 8192, 2) is None
+    assert t.splits_for(0, 8192, 2) is None
+
+
+def test_lookup_respects_the_cap_and_the_block_warps():
+    """A point timed at 4096 tokens may be used at 2300 (inside the radius): the count is clamped to the
+    request's cap (a quarter of its tiles, at most 64) and rounded down to whole blocks."""
+    t = _table([(8, 256, 64), (32, 256, 6)])
+    assert tuning.split_cap(2300, 2) == 36  # 144 tiles
+    assert t.splits_for(8, 2300, 2) == 36
+    assert t.splits_for(32, 4096, 4) == 4  # 6 is not a whole number of 4-warp blocks
+    for units in (4, 8, 16, 32, 64):
+        for L in (1500, 2300, 4096, 8000):
+            for w in (1, 2, 4, 8):
+                s = t.splits_for(units, L, w)
+                assert s is None or (s % w == 0 and w <= s <= tuning.split_cap(L, w)), (units, L, w, s)
+
+
+def test_ties_break_towards_the_smaller_point():
+    t = _table([(16, 256, 2), (64, 256, 8)])  # units 32 is one octave from both
+    assert t.splits_for(32, 4096, 2) == 2
+
+
+def _variant(preset="k8v4", layout="aos", head_dim=128):
+    return make_variant(preset_spec_for_target(preset, Target.SM90, layout=layout, head_dim=head_dim), Target.SM90)
+
+
+def _write(dirpath, device, variant, points, options=None):
+    t = VariantTable(tuning.variant_key(variant), options or variant.options.to_dict(),
+                     {"preset": variant.spec.preset_name, "layout": str(variant.spec.layout),
+                      "head_dim": variant.spec.head_dim, "num_q_heads": 32, "num_kv_heads": 8},
+                     tuple(Point(u, t, s, 1.0, s, 1.0) for u, t, s in points))
+    tuning.write_table(dirpath / f"{tuning.device_slug(device)}.json", device, {t.key: t}, "test")
+
+
+def test_tuned_splits_reads_the_first_table_and_ignores_stale_options(tmp_path, monkeypatch):
+    v = _variant()
+    monkeypatch.setenv("TQGEN_TUNING_DIR", str(tmp_path / "env"))
+    monkeypatch.setenv("TQGEN_CACHE_DIR", str(tmp_path / "cache"))
+    _write(tmp_path / "cache" / "tuned", "Test GPU", v, [(256, 2048, 10)])
+    assert tuning.tuned_splits(v, "Test GPU", 256, 32768) == 10
+    _write(tmp_path / "env", "Test GPU", v, [(256, 2048, 12)])  # $TQGEN_TUNING_DIR comes first
+    assert tuning.tuned_splits(v, "Test GPU", 256, 32768) == 12
+    assert tuning.tuned_splits(v, "Other GPU", 256, 32768) is None  # no table for that device
+    assert tuning.tuned_splits(_variant(layout="soa"), "Test GPU", 256, 32768) is None  # nor that variant
+    stale = dict(v.options.to_dict(), decode_min_blocks=v.options.decode_min_blocks + 1)
+    _write(tmp_path / "env", "Test GPU", v, [(256, 2048, 12)], options=stale)
+    assert tuning.tuned_splits(v, "Test GPU", 256, 32768) is None  # timed with other launch options
+
+
+def test_num_splits_for_prefers_the_table_then_the_heuristic(tmp_path, monkeypatch):
+    from tqgen.cuda_launch import CudaKernels
+    v = _variant()
+    monkeypatch.setenv("TQGEN_TUNING_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Test GPU")
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device=None: type("P", (), {"multi_processor_count": 132})())
+    kern = CudaKernels(variant=v, driver=None, functions={})
+    dev = torch.device("cuda", 0)
+    heur = kern.heuristic_splits(32, 8, 32768, dev)
+    assert kern.num_splits_for(32, 8, 32768, dev) == heur  # no table yet
+    _write(tmp_path, "Test GPU", v, [(256, 2048, heur + 2)])
+    assert kern.num_splits_for(32, 8, 32768, dev) == heur + 2
+    assert kern.num_splits_for(32, 8, 32768, torch.device("cpu")) == kern.heuristic_splits(32, 8, 32768,
+                                                                                          torch.device("cpu"))
+
+
+@pytest.mark.parametrize("text,what", [
+    ("{not json", "not JSON"),
+    ('{"schema": 99, "variants": {}}', "schema 99"),
+    ('{"schema": 1, "variants": {"x": {"options": {}, "points": [[1, 2, 3]]}}}', "variant 'x'"),
+    ('{"schema": 1, "variants": {"x": {"options": {}, "points": [[0, 2, 3, 1.0, 3, 1.0]]}}}', ">= 1"),
+])
+def test_a_broken_table_says_which_file_what_and_what_to_do(tmp_path, monkeypatch, text, what):
+    (tmp_path / "test-gpu.json").write_text(text)
+    monkeypatch.setenv("TQGEN_TUNING_DIR", str(tmp_path))
+    with pytest.raises(TableError) as e:
+        tuning.tuned_splits(_variant(), "Test GPU", 256, 32768)
+    msg = str(e.value)
+    assert str(tmp_path / "test-gpu.json") in msg and what in msg and "tqgen tune" in msg
+
+
+def test_device_slug():
+    assert tuning.device_slug("NVIDIA H200") == "nvidia-h200"
+    assert tuning.device_slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
+    with pytest.raises(TableError):
+        tuning.device_slug("  ")
+
+
+def test_the_committed_h200_table_is_live_and_complete():
+    """Every default sm90 decode at head_dim 128 and 64 has an entry timed with today's launch options
+    (an option change without a re-tune fails here: re-run `tqgen tune` on the H200, or drop the entry
+    with `tqgen tune --prune --out tqgen/tuned`), and every point is a valid split count."""
+    assert tuning.stale_entries(H200) == []
+    tables = tuning._parse(H200, H200.read_text())[1]
+    for d in (128, 64):
+        hq, hk = tuning.DEFAULT_HEADS[d]
+        for preset in PRESETS:
+            for layout in ("aos", "soa"):
+                v = _variant(preset, layout, d)
+                t = tables[tuning.variant_key(v)]
+                assert t.options == cuda_options(v.spec, Target.SM90).to_dict()
+                assert (t.shape["num_q_heads"], t.shape["num_kv_heads"]) == (hq, hk)
+                w = v.options.decode_warps
+                assert len(t.points) == len(tuning.DEFAULT_BATCHES) * len(tuning.DEFAULT_SEQ_LENS)
+                for p in t.points:
+                    assert p.units % hk == 0 and p.splits % w == 0
+                    assert p.splits <= tuning.split_cap(p.tiles * 16, w)
+                    # the tuner keeps the heuristic's count unless another one was measurably faster
+                    assert p.splits == p.heuristic or p.us < (1 - tuning.KEEP_HEURISTIC_WITHIN) * p.heuristic_us
+                    assert p.us <= p.heuristic_us and math.isfinite(p.us)
+
+
+def test_prune_drops_only_stale_entries(tmp_path, capsys):
+    live, old = _variant("4bit_nc", "soa"), _variant("k8v4", "soa")
+    _write(tmp_path, "Test GPU", live, [(256, 2048, 8)])
+    _write(tmp_path, "Test GPU", old, [(256, 2048, 8)], options=dict(old.options.to_dict(), decode_warps=8))
+    assert main(["tune", "--prune", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "dropped " + tuning.variant_key(old) in out and "decode_warps 8 -> 2" in out
+    left = json.loads((tmp_path / "test-gpu.json").read_text())["variants"]
+    assert list(left) == [tuning.variant_key(live)]
+
+
+def test_tune_without_a_gpu_says_what_to_do(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["tune"]) == 2
+    err = capsys.readouterr().err
+    assert "needs an NVIDIA GPU" in err and "--prune" in err
+
+
+def test_tune_rejects_an_untuned_head_dim(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Test GPU")
+    monkeypatch.setattr("tqgen.cuda_launch.device_arch", lambda dev: "sm90")
+    assert main(["tune", "--head-dim", "96"]) == 2
+    err = capsys.readouterr().err
+    assert "--head-dim [96]" in err and "[128, 64]" in err
