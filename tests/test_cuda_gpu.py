@@ -134,3 +134,39 @@ def test_store_special_values(variant, dtype):
     ref.store(spec, key, value, want, slots)
     diff = compare_store(spec, got, want, key, slots)
     assert diff.ok, diff.summary()
+
+
+@pytest.mark.parametrize("head_dim", [128, 64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
+    """Both decode merges (a block per row, a warp per row; cuda_launch.merge_kind picks one per shape)
+    against the merge in float64: out = Σ 2^(lse_s - M)·acc_s / (Σ 2^(lse_s - M) + 2^(sink·log2 e - M)),
+    empty rows (every lse -inf) zero. Tolerance: the output's rounding to bf16 / fp16 (2^-8 / 2^-11 of
+    the row's largest value) plus fp32 sums of at most 64 terms."""
+    from tqgen.cuda_launch import load_variant
+    kern = load_variant(make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=head_dim), "sm90"))
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(3)
+    for b, hq, splits in ((128, 32, 4), (3, 8, 64), (16, 12, 16)):
+        acc = torch.randn(b, hq, splits, head_dim, device=dev, generator=g)
+        lse = torch.randn(b, hq, splits, device=dev, generator=g) * 6
+        lse[0, 1] = float("-inf")                 # an empty row (seq_len 0)
+        lse[1, 0, : splits // 2] = float("-inf")  # empty splits
+        sinks = torch.randn(hq, device=dev, generator=g)
+        for sk in (None, sinks):
+            m = lse.double().amax(-1, keepdim=True)
+            if sk is not None:
+                m = torch.maximum(m, sk.double().view(1, hq, 1) * 1.4426950408889634)
+            w = torch.exp2(lse.double() - m).nan_to_num(0.0)
+            den = w.sum(-1) + (torch.exp2(sk.double().view(1, hq) * 1.4426950408889634 - m[..., 0]) if sk is not None
+                               else 0.0)
+            want = (w.unsqueeze(-1) * acc.double()).sum(-2) / den.clamp_min(1e-300).unsqueeze(-1)
+            want[torch.isinf(lse).all(-1)] = 0.0
+            for kind in ("groups", "rows"):
+                out = torch.empty(b, hq, head_dim, device=dev, dtype=dtype)
+                kern.merge({"acc": acc, "lse": lse}, sk, out, hq, splits, torch.cuda.current_stream().cuda_stream, kind)
+                torch.cuda.synchronize()
+                eps = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
+                tol = (eps + 64 * 2.0 ** -23) * want.abs().amax(-1, keepdim=True) + 1e-6
+                assert ((out.double() - want).abs() <= tol).all(), (kind, b, hq, splits, sk is not None)
+                assert (out[0, 1] == 0).all()

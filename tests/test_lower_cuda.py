@@ -289,6 +289,18 @@ def test_line_piece_reads_assemble_each_piece(kd, vd):
             assert all(any(m[2] == a for m in modelled) for a in addrs), (n, b)
 
 
+def test_merge_kind_takes_rows_for_many_rows_and_few_splits():
+    """The merge's warp-per-row kernel where it measured faster (large batches, few splits), the
+    block-per-row kernel elsewhere (B=1's 64 splits: its groups read 16 splits each in parallel)."""
+    from tqgen.cuda_launch import merge_kind
+    assert merge_kind(128 * 32, 4) == "rows" and merge_kind(32 * 32, 16) == "rows"
+    assert merge_kind(1 * 32, 64) == "groups" and merge_kind(256, 2) == "groups" and merge_kind(512, 16) == "groups"
+    assert merge_kind(1 << 20, 64) == "groups"  # a warp per row walks its splits in turn: 32 at most
+    for rows in (1, 100, 512, 4096):
+        for splits in (1, 2, 8, 32, 64):
+            assert merge_kind(rows, splits) in ("rows", "groups")
+
+
 def test_decode_splits_fill_whole_waves():
     """The split count is a multiple of the block's warps, respects the caps, and fills the waves
     of resident warps (132 SMs x 16 on the H200): the rule picks one full wave where one exists."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import math
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
+from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_ROWS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
                          store_lanes)
 from .build import source_name, user_cache, variant_dir
 from .tuning import tuned_splits
@@ -131,9 +132,51 @@ class Driver:
         addresses at a fraction of the host time (15 -> ~4 us per 13-argument launch on a 2-core VM)."""
         return (ctypes.c_void_p * len(args))(*map(ctypes.addressof, args))
 
-    def launch(self, fn, grid: tuple[int, int, int], block: int, args: list, stream: int, smem: int = 0) -> None:
+    def launch(self, fn, grid: tuple[int, int, int], block: int, args: list, stream: int, smem: int = 0,
+               after_trigger: bool = False) -> None:
+        """``after_trigger``: a programmatic dependent launch (CUDA, sm_90+): the grid may start once every
+        block of the previous kernel in the stream has run ``griddepcontrol.launch_dependents`` (or
+        exited), and waits for that kernel's memory at its ``griddepcontrol.wait``; it hides the launch
+        latency between two kernels (captured into CUDA graphs as a programmatic edge)."""
         ptrs = self.param_array(args)
+        if after_trigger and self.launch_ex is not None:
+            cfg = _LaunchConfig(grid[0], grid[1], grid[2], block, 1, 1, smem, stream, ctypes.pointer(self._pdl_attr), 1)
+            self.check(self.launch_ex(ctypes.byref(cfg), fn, ptrs, None), "cuLaunchKernelEx")
+            return
         self.check(self._launch(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, ptrs, None), self.sp.launch)
+
+    @property
+    def launch_ex(self):
+        """cuLaunchKernelEx (CUDA 12+ drivers), or None (HIP, older drivers, ``TQGEN_PDL=0``)."""
+        if not hasattr(self, "_launch_ex"):
+            f = getattr(self.lib, "cuLaunchKernelEx", None) if self.name == "cuda" else None
+            if f is not None and os.environ.get("TQGEN_PDL", "1") != "0":
+                f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+                self._pdl_attr = _LaunchAttr(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+                self._pdl_attr.value[0] = 1  # programmaticStreamSerializationAllowed
+            else:
+                f = None
+            self._launch_ex = f
+        return self._launch_ex
+
+
+#: CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class _LaunchAttr(ctypes.Structure):
+    """CUlaunchAttribute: the id, padding to 8 bytes, a 64-byte value union."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_ubyte * 64)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h): grid, block, dynamic shared bytes, stream, attributes."""
+
+    _fields_ = [("grid_x", ctypes.c_uint), ("grid_y", ctypes.c_uint), ("grid_z", ctypes.c_uint),
+                ("block_x", ctypes.c_uint), ("block_y", ctypes.c_uint), ("block_z", ctypes.c_uint),
+                ("smem", ctypes.c_uint), ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttr)),
+                ("num_attrs", ctypes.c_uint)]
 
 
 # ------------------------------------------------------------------------------- building
@@ -183,6 +226,16 @@ def decode_splits(units: int, max_seq_len: int, resident_warps: int, warps_per_b
     return best
 
 
+def merge_kind(rows: int, splits: int) -> str:
+    """The decode merge for ``rows`` (sequence, query head) rows of ``splits`` partial results:
+    ``groups`` (a block of MERGE_GROUPS·D threads per row, the splits spread over its groups: many
+    splits, few rows) or ``rows`` (a warp per row, MERGE_ROWS rows a block, its splits in turn: few
+    splits, many rows). H200, both on the same inputs (bench/dbg/merge_cost.py, MERGE=1): 4096 rows x 4
+    splits 3.2 vs 15.1 us, 1024 x 16 4.1 vs 5.6; 512 x 16 4.0 vs 3.5, 32 x 64 10.2 vs 3.0: rows from 512
+    rows on with at most rows / 64 splits (32 at most)."""
+    return "rows" if rows >= 512 and splits <= min(32, rows // 64) else "groups"
+
+
 # ------------------------------------------------------------------------------- kernels
 def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
     return ctypes.c_void_p(t.data_ptr() if t is not None else 0)
@@ -206,6 +259,7 @@ class CudaKernels:
     driver: Driver
     functions: dict[str, ctypes.c_void_p]
     decode_smem: int = 0  # dynamic shared memory of the decode kernel (lower_cuda.decode_dynamic_smem)
+    pdl: bool = False  # the merge by programmatic dependent launch (CUDA on sm_90+: Driver.launch)
     _layouts: dict = field(default_factory=dict)
 
     @property
@@ -311,9 +365,21 @@ class CudaKernels:
             ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream,
             smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
-        self.driver.launch(self._fn("decode_merge", q.dtype), (b * hq, 1, 1), MERGE_GROUPS * d, [
-            _ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sk), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)], stream)
+        self.merge(ws, sk, out, hq, splits, stream)
         return out
+
+    def merge(self, ws: dict, sinks: torch.Tensor | None, out: torch.Tensor, hq: int, splits: int, stream: int,
+              kind: str | None = None) -> None:
+        """Stage 2: the splits' log-sum-exp merge into ``out`` [B, Hq, D] (``kind``: ``merge_kind``'s choice)."""
+        rows, d = out.shape[0] * hq, out.shape[2]
+        args = [_ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sinks), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)]
+        pdl = self.pdl
+        if (kind or merge_kind(rows, splits)) == "rows":
+            self.driver.launch(self._fn("decode_merge_rows", out.dtype), (math.ceil(rows / MERGE_ROWS), 1, 1),
+                               32 * MERGE_ROWS, args + [ctypes.c_longlong(rows)], stream, after_trigger=pdl)
+        else:
+            self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), MERGE_GROUPS * d, args, stream,
+                               after_trigger=pdl)
 
     # ---------------------------------------------------------------- dequant
     def dequant(self, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
@@ -365,7 +431,7 @@ def load_variant(v: Variant, device: torch.device | str | int | None = None) -> 
             if smem:  # the 48 KB default bounds static + dynamic together: opt in whatever the size
                 for name in KERNEL_NAMES["decode_split"]:
                     drv.allow_dynamic_smem(fns[name], smem)
-        _LOADED[key] = CudaKernels(v, drv, fns, smem)
+        _LOADED[key] = CudaKernels(v, drv, fns, smem, pdl=not hip and int(arch[2:]) >= 90)
     return _LOADED[key]
 
 

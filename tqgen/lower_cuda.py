@@ -33,6 +33,7 @@ CUDA_TEMPLATE = "gpu/kernels.cu.j2"
 KINDS = ("generic", "portable")  # portable: the HIP fragment path compiled for NVIDIA (runs the HIP semantics)
 QUERIES_PER_WARP = 8  # the decode's query octet: rows 0..7 of the mma tile (the template's `8 * D` query block)
 MERGE_GROUPS = 4  # decode merge: thread groups of D per (sequence, query head), each over every 4th split
+MERGE_ROWS = 8  # decode merge by rows: (sequence, query head) rows per block, a warp each
 MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
 HEAD_DIMS = (64, 128)
 
@@ -87,6 +88,15 @@ TQ_NAN_OP(tq_fmax_nan, "max")
 #define TQ_SREG_FN(name, reg) __device__ __forceinline__ int tq_sreg_##name() { \
   int v; asm volatile("mov.u32 %0, %%" reg ";" : "=r"(v)); return v; }
 TQ_SREG_FN(ctaid_x, "ctaid.x") TQ_SREG_FN(ctaid_y, "ctaid.y") TQ_SREG_FN(ctaid_z, "ctaid.z") TQ_SREG_FN(tid_x, "tid.x")
+// programmatic dependent launch (sm_90+; no-ops before, and in a grid launched without it): the decode
+// lets its merge launch once every block has written its partial results, and the merge waits for them
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TQ_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#define TQ_WAIT_PRIMARY() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define TQ_LAUNCH_DEPENDENTS() ((void)0)
+#define TQ_WAIT_PRIMARY() ((void)0)
+#endif
 // a·b + c on fp16 pairs (raw bits)
 __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t r;
@@ -133,6 +143,8 @@ __device__ __forceinline__ int tq_sreg_ctaid_x() { return blockIdx.x; }
 __device__ __forceinline__ int tq_sreg_ctaid_y() { return blockIdx.y; }
 __device__ __forceinline__ int tq_sreg_ctaid_z() { return blockIdx.z; }
 __device__ __forceinline__ int tq_sreg_tid_x() { return threadIdx.x; }
+#define TQ_LAUNCH_DEPENDENTS() ((void)0)  // (programmatic dependent launch: CUDA sm_90 only)
+#define TQ_WAIT_PRIMARY() ((void)0)
 typedef _Float16 tq_h2 __attribute__((ext_vector_type(2)));
 // a·b + c on fp16 pairs (raw bits)
 __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c) {
@@ -853,7 +865,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
+        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS, merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
         pv_subnormal=platform.mma_impl == "ptx",
@@ -919,6 +931,7 @@ def layout_params(spec: LayoutSpec, num_kv_heads: int) -> tuple[int, ...]:
 
 #: entry points per kernel: (bf16 name, fp16 name); dequant also writes fp32
 KERNEL_NAMES: dict[str, tuple[str, str]] = {
-    **{k: (f"tq_{k}_bf16", f"tq_{k}_f16") for k in ("store", "decode_split", "decode_merge", "dequant")},
+    **{k: (f"tq_{k}_bf16", f"tq_{k}_f16") for k in ("store", "decode_split", "decode_merge", "decode_merge_rows",
+                                                    "dequant")},
     "dequant_f32": ("tq_dequant_f32", "tq_dequant_f32"),
 }
