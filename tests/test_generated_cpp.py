@@ -112,11 +112,10 @@ def test_dynamic_smem_decode_compiles(tmp_path):
 
 
 D64_CASES = [(p, lay) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")]
-# 4bit_nc SoA at head_dim 64 (4 warps x 6 blocks, 80 registers): ptxas spills two values around the tile
-# loop (the GQA group size G and a copy address the rolled tail tiles reuse; 8 bytes, stored before the
-# loop and loaded after it, none inside; 4 bytes at 9164cff and b925810, 8 before and since 8b09f33; the
-# seventh session adopted these options at 80 registers without spills). Dividing G again after the loop
-# removes one (tried, not landed: no GPU run to check it). Strict: a fix fails this until the mark goes.
+# 4bit_nc SoA at head_dim 64 (4 warps x 6 blocks, 80 registers): ptxas spills one value around the tile
+# loop (a copy address the rolled tail tiles reuse, rec_off + 16 * chunk: 4 bytes, stored once before the
+# loop and loaded once after it, none inside). The GQA group size G was the second (8 bytes until be7e436,
+# which divides G again after the loop from an opaque hk). Strict: a fix fails this until the mark goes.
 D64_SPILLS = {("4bit_nc", "soa")}
 
 
@@ -143,7 +142,7 @@ def d64_results(tmp_path_factory):
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(
-    strict=True, reason="8 bytes spilled around the tile loop (see D64_SPILLS)")) if c in D64_SPILLS else c
+    strict=True, reason="4 bytes spilled around the tile loop (see D64_SPILLS)")) if c in D64_SPILLS else c
     for c in D64_CASES], ids=lambda c: "-".join(c))
 def test_head_dim_64_compiles_without_spills(case, d64_results):
     """head_dim 64 (the SmolLM2 shape; the runtime builds these on demand) compiles for sm90 at its

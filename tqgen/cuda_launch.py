@@ -140,7 +140,7 @@ class Driver:
         latency between two kernels (captured into CUDA graphs as a programmatic edge)."""
         ptrs = self.param_array(args)
         if after_trigger and self.launch_ex is not None:
-            cfg = _LaunchConfig(grid[0], grid[1], grid[2], block, 1, 1, smem, stream, ctypes.pointer(self._pdl_attr), 1)
+            cfg = _LaunchConfig(grid[0], grid[1], grid[2], block, 1, 1, smem, stream, self._pdl_attrs, 1)
             self.check(self.launch_ex(ctypes.byref(cfg), fn, ptrs, None), "cuLaunchKernelEx")
             return
         self.check(self._launch(fn, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, ptrs, None), self.sp.launch)
@@ -154,6 +154,7 @@ class Driver:
                 f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
                 self._pdl_attr = _LaunchAttr(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
                 self._pdl_attr.value[0] = 1  # programmaticStreamSerializationAllowed
+                self._pdl_attrs = ctypes.pointer(self._pdl_attr)
             else:
                 f = None
             self._launch_ex = f
