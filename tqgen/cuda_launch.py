@@ -29,7 +29,7 @@ from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_ROWS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
                          store_lanes)
 from .build import source_name, user_cache, variant_dir
-from .tuning import tuned_splits
+from .tuning import generation as tuning_generation, tuned_splits
 from .variants import Variant
 
 log = logging.getLogger("tqgen.cuda")
@@ -261,6 +261,7 @@ class CudaKernels:
     functions: dict[str, ctypes.c_void_p]
     decode_smem: int = 0  # dynamic shared memory of the decode kernel (lower_cuda.decode_dynamic_smem)
     pdl: bool = False  # the merge by programmatic dependent launch (CUDA on sm_90+: Driver.launch)
+    _splits: dict = field(default_factory=dict)  # num_splits_for's answers by shape
     _layouts: dict = field(default_factory=dict)
 
     @property
@@ -314,11 +315,15 @@ class CudaKernels:
         """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe): the
         device's tuning table where it has this variant near this shape (tqgen.tuning), else
         ``heuristic_splits``."""
-        if device.type == "cuda" and self.variant.target.info.vendor is Vendor.NVIDIA:
-            s = tuned_splits(self.variant, torch.cuda.get_device_name(device), batch * num_kv_heads, max_seq_len)
-            if s is not None:
-                return s
-        return self.heuristic_splits(batch, num_kv_heads, max_seq_len, device)
+        key = (device.type, device.index, batch, num_kv_heads, max_seq_len, tuning_generation())
+        s = self._splits.get(key)  # memoised: the table lookup is ~50 us of Python
+        if s is None:
+            if device.type == "cuda" and self.variant.target.info.vendor is Vendor.NVIDIA:
+                s = tuned_splits(self.variant, torch.cuda.get_device_name(device), batch * num_kv_heads, max_seq_len)
+            if s is None:
+                s = self.heuristic_splits(batch, num_kv_heads, max_seq_len, device)
+            self._splits[key] = s
+        return s
 
     def heuristic_splits(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
         """``decode_splits`` with resident warps per SM = the launch bound's blocks x warps (CUDA), 16 (HIP)."""

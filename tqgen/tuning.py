@@ -156,6 +156,15 @@ def _tables(slug: str, dirs: tuple[Path, ...]) -> dict[str, VariantTable]:
     return merged
 
 
+_generation = 0
+
+
+def generation() -> int:
+    """Bumped whenever this process writes a table: callers that memoise split counts key them by it
+    (a lookup costs ~50 us of Python, too much for every decode call)."""
+    return _generation
+
+
 def tables_for(device_name: str) -> dict[str, VariantTable]:
     return _tables(device_slug(device_name), tuple(search_dirs()))
 
@@ -273,7 +282,13 @@ def write_table(path: Path, device_name: str, tables: dict[str, VariantTable], c
            "variants": {k: old[k].to_json() for k in sorted(old)}}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    _forget()
+
+
+def _forget() -> None:
+    global _generation
     _tables.cache_clear()
+    _generation += 1
 
 
 def stale_entries(path: Path) -> list[tuple[str, str]]:
@@ -331,7 +346,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
             for k, why in stale.items():
                 print(f"{f}: dropped {k}: {why}")
             print(f"{f}: {len(stale)} stale entr{'y' if len(stale) == 1 else 'ies'} dropped")
-        _tables.cache_clear()
+        _forget()
         return 0
     import torch
     from .build import preset_spec_for_target
