@@ -319,6 +319,25 @@ def test_decode_splits_fill_whole_waves():
                                        for t in range(2, s, 2)), (units, L, s)
 
 
+def test_launch_config_structs_match_cuda_h():
+    """cuLaunchKernelEx's structs as cuda.h (CUDA 12/13, 64-bit) lays them out: CUlaunchAttribute is the id,
+    4 bytes of padding and a 64-byte value union (72 bytes); CUlaunchConfig has 7 unsigned ints, the
+    stream at byte 32, the attribute pointer at 40 and their count at 48 (56 bytes). A wrong offset would
+    hand the driver a garbage stream or attribute list."""
+    import ctypes
+
+    from tqgen.cuda_launch import _PROGRAMMATIC_STREAM_SERIALIZATION, _LaunchAttr, _LaunchConfig
+    assert ctypes.sizeof(_LaunchAttr) == 72 and _LaunchAttr.value.offset == 8
+    assert ctypes.sizeof(_LaunchConfig) == 56
+    assert (_LaunchConfig.smem.offset, _LaunchConfig.stream.offset, _LaunchConfig.attrs.offset,
+            _LaunchConfig.num_attrs.offset) == (24, 32, 40, 48)
+    assert _PROGRAMMATIC_STREAM_SERIALIZATION == 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    a = _LaunchAttr(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+    a.value[0] = 1
+    raw = bytes(a)
+    assert raw[:4] == (6).to_bytes(4, "little") and raw[8:12] == (1).to_bytes(4, "little")
+
+
 def test_launch_param_array_points_at_each_argument():
     """cuLaunchKernel reads argument i through kernelParams[i]: Driver.param_array must hold the
     address of each argument's ctypes storage (what ctypes.cast(ctypes.pointer(a)) gives), for
