@@ -29,7 +29,7 @@ from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_ROWS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
                          store_lanes)
 from .build import source_name, user_cache, variant_dir
-from .tuning import generation as tuning_generation, tuned_splits
+from .tuning import generation as tuning_generation, split_cap, tuned_splits
 from .variants import Variant
 
 log = logging.getLogger("tqgen.cuda")
@@ -215,7 +215,7 @@ def decode_splits(units: int, max_seq_len: int, resident_warps: int, warps_per_b
     waves to >= 95 %, else the best fill (B=1: the most splits). B=32, Hk=8 on 132 SMs x 16 warps
     took 10 splits before (1.21 waves, the second 21 % full); now 8 (0.97 of one wave)."""
     w = warps_per_block
-    cap = max(w, min(64, max(1, math.ceil(max_seq_len / 16)) // 4) // w * w)
+    cap = split_cap(max_seq_len, w)
     best, best_fill = w, -1.0
     for s in range(w, cap + 1, w):
         warps = max(1, units) * s
@@ -379,13 +379,12 @@ class CudaKernels:
         """Stage 2: the splits' log-sum-exp merge into ``out`` [B, Hq, D] (``kind``: ``merge_kind``'s choice)."""
         rows, d = out.shape[0] * hq, out.shape[2]
         args = [_ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sinks), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)]
-        pdl = self.pdl
         if (kind or merge_kind(rows, splits)) == "rows":
             self.driver.launch(self._fn("decode_merge_rows", out.dtype), (math.ceil(rows / MERGE_ROWS), 1, 1),
-                               32 * MERGE_ROWS, args + [ctypes.c_longlong(rows)], stream, after_trigger=pdl)
+                               32 * MERGE_ROWS, args + [ctypes.c_longlong(rows)], stream, after_trigger=self.pdl)
         else:
             self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), MERGE_GROUPS * d, args, stream,
-                               after_trigger=pdl)
+                               after_trigger=self.pdl)
 
     # ---------------------------------------------------------------- dequant
     def dequant(self, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,

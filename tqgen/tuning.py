@@ -75,8 +75,8 @@ def tiles_of(max_seq_len: int) -> int:
 
 
 def split_cap(max_seq_len: int, warps: int) -> int:
-    """The most splits a request may use: ``decode_splits``'s rule (at most 64, at most a quarter of
-    the tiles, a multiple of the block's warps, at least one block)."""
+    """The most splits a request may use (``decode_splits`` and the table both keep to it): at most 64, at
+    most a quarter of the tiles, a multiple of the block's warps, at least one block."""
     return max(warps, min(64, tiles_of(max_seq_len) // 4) // warps * warps)
 
 
@@ -281,6 +281,10 @@ def write_table(path: Path, device_name: str, tables: dict[str, VariantTable], c
                    "heuristic splits, us] (CUDA-graph replay, bf16 queries); tqgen/tuning.py",
            "variants": {k: old[k].to_json() for k in sorted(old)}}
     path.parent.mkdir(parents=True, exist_ok=True)
+    _dump(path, doc)
+
+
+def _dump(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     _forget()
 
@@ -342,7 +346,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
             if stale:
                 doc = json.loads(f.read_text())
                 doc["variants"] = {k: e for k, e in doc["variants"].items() if k not in stale}
-                f.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+                _dump(f, doc)
             for k, why in stale.items():
                 print(f"{f}: dropped {k}: {why}")
             print(f"{f}: {len(stale)} stale entr{'y' if len(stale) == 1 else 'ies'} dropped")
