@@ -14,7 +14,7 @@ import torch
 from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen import LayoutSpec
-from tqgen.ir import Backend, Vendor
+from tqgen.ir import Backend
 from tqgen.lower_cuda import make_variant
 from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
 
@@ -170,3 +170,43 @@ def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
                 tol = (eps + 64 * 2.0 ** -23) * want.abs().amax(-1, keepdim=True) + 1e-6
                 assert ((out.double() - want).abs() <= tol).all(), (kind, b, hq, splits, sk is not None)
                 assert (out[0, 1] == 0).all()
+
+
+@pytest.mark.parametrize("variant", [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90")
+                                     for p, lay, d in (("3bit_nc", "soa", 128), ("k8v4", "aos", 128),
+                                                       ("4bit_nc", "soa", 64), ("k3v4_nc", "aos", 64))],
+                         ids=lambda v: v.id)
+@pytest.mark.parametrize("ramp", ["rising", "falling"])
+def test_decode_follows_a_moving_maximum(variant, ramp):
+    """The decode's online softmax reduces the maximum across lanes only when a score of the tile exceeds
+    the running maximum (the warp votes). Keys pulled towards each head's first query by a weight that
+    grows with the position (rising: the maximum moves on nearly every tile, of every split) or shrinks
+    with it (falling: it moves on a split's first tile only, then every tile takes the short path), on
+    ordinary random data besides; the reference decode within tqgen.testing.DECODE_TOL."""
+    from tqgen.cuda_launch import load_variant
+
+    spec, dev = variant.spec, torch.device("cuda")
+    kern = load_variant(variant)
+    lens, hk, g = [6000, 333, 17], 2, 4
+    case = Case(spec, lens, hk, g, seed=11).build(dev)
+    bs = spec.block_size
+    seq_of = torch.full((case["num_blocks"] * bs,), -1, dtype=torch.long, device=dev)
+    pos_of = torch.zeros_like(seq_of)
+    for i, n in enumerate(lens):
+        p = torch.arange(n, device=dev)
+        s = case["block_table"][i, p // bs].long() * bs + p % bs
+        seq_of[s], pos_of[s] = i, p
+    slot = case["slot_mapping"].long()
+    real = slot >= 0
+    seq, pos = seq_of[slot.clamp_min(0)], pos_of[slot.clamp_min(0)].float()
+    frac = pos / max(lens) if ramp == "rising" else 1.0 - pos / max(lens)
+    q0 = case["query"].float()[:, ::g]  # [B, Hk, D]: each KV head's first query
+    pull = (q0 / q0.norm(dim=-1, keepdim=True))[seq.clamp_min(0)] * (8.0 * frac)[:, None, None]
+    key = (case["key"].float() + pull * real[:, None, None]).to(case["key"].dtype)
+    cache = ref.allocate(spec, case["num_blocks"], hk, dev)
+    ref.store(spec, key, case["value"], cache, case["slot_mapping"])
+    out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"])
+    exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"])
+    assert torch.isfinite(out).all()
+    err = rel_err(out, exp)
+    assert err <= DECODE_TOL[case["query"].dtype], f"{ramp}: decode rel err {err:.2e}"

@@ -43,7 +43,33 @@ def test_tile_profile_counts_per_tile(monkeypatch):
     monkeypatch.setattr(sass, "disassemble", lambda cubin, kernel=sass.DECODE_KERNEL: parsed())
     p = sass.tile_profile("x.cubin", head_dim=16)  # D/8 = 2 HMMAs a tile: one tile a trip
     assert p.tiles == 1 and p.per_tile == 5 and p.mix == {"HMMA": 2, "LDS": 1, "ISETP": 1, "BRA": 1}  # NOP left out
+    assert p.hot_per_tile == 5  # no warp vote: nothing rare
     assert sass.tile_profile("x.cubin", head_dim=32).per_tile == 10  # 4 HMMAs a tile: half a tile a trip
+
+
+RARE = """
+        /*0000*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*0010*/                   FSETP.GT.AND P0, PT, R1, R2, PT ;
+        /*0020*/                   VOTE.ANY P0, P0 ;
+        /*0030*/                   FMUL R3, R3, R3 ;
+        /*0040*/              @!P0 BRA 0x80 ;
+        /*0050*/                   SHFL.BFLY PT, R5, R1, 0x4, 0x1f ;
+        /*0060*/                   FMNMX R1, R1, R5, !PT ;
+        /*0070*/                   FMUL R4, R4, R1 ;
+        /*0080*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*0090*/                   BRA.DIV UR4, 0x200 ;
+        /*00a0*/              @!P1 BRA 0x0 ;
+        /*00b0*/                   EXIT ;
+"""
+
+
+def test_hot_count_leaves_out_the_block_behind_a_warp_vote(monkeypatch):
+    ins = [(int(m.group(1), 16), m.group(2), m.group(3).strip()) for m in map(sass._LINE.search, RARE.splitlines())
+           if m]
+    monkeypatch.setattr(sass, "disassemble", lambda cubin, kernel=sass.DECODE_KERNEL: ins)
+    p = sass.tile_profile("x.cubin", head_dim=16)  # loop 0x0..0xa0: 11 instructions, one tile
+    # the first branch after the vote (an FMUL scheduled between) skips 0x50..0x70: 3 rare instructions
+    assert p.loop == (0x0, 0xa0) and p.per_tile == 11 and p.hot_per_tile == 8
 
 
 def test_no_loop_is_an_error():

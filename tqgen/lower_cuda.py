@@ -228,6 +228,11 @@ class CudaOptions:
     # ``decode_dynamic_smem``, passed at launch) instead of static arrays, which stop at 48 KB a block:
     # room for a conflict-free 4-bit table (a copy per lane: 256 x 32 x 4 = 32 KB). CUDA, line loads only
     dyn_smem: bool = False
+    # decode's online softmax: the maximum across lanes, the rescale factors and the accumulators' rescale
+    # only on tiles where a score exceeds the running maximum somewhere in the warp (a vote; the first
+    # tiles, rarely after them) instead of on every tile: 4-6 % fewer SASS instructions a tile at head_dim
+    # 128, 6-10 % at 64 (tests/data/sass_tile_sm90.json, hot_per_tile)
+    lazy_max: bool = True
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -323,6 +328,14 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                                  ("head_dim", 128)), (("pair_copies", 1),),
                    "k3v4_nc, SoA, head_dim 128: one pair-table copy, 418 / 390 us vs 430 / 392 with 32 (B=32 L=32K / "
                    "B=128 L=8K, bench/results/h200-2026-12-01-sweep-session8.md)"),
+    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "fp8_e4m3fn"), ("head_dim", 128)), (("lazy_max", False),),
+                   "k8v4 AoS, head_dim 128: the maximum reduced on every tile. Same run, tqgen bench targets (CUDA "
+                   "graphs) vs the vote: x SDPA 1.98 / 1.88 vs 1.91 / 1.87 (B=32 L=32K / B=128 L=8K), while every "
+                   "3-/4-bit Lloyd-Max decode gained 2-5 % (bench/results/h200-2026-12-01-ab16-lazy-max.md)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
+                                 ("head_dim", 128)), (("lazy_max", False),),
+                   "k3v4_nc SoA, head_dim 128: the maximum reduced on every tile. Same run vs the vote: x SDPA "
+                   "2.51 / 2.52 vs 2.45 / 2.49 (B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-01-ab16-lazy-max.md)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("head_dim", 64)),
                    (("decode_min_blocks", 6),),
                    "4-bit keys, SoA, head_dim 64: 96 registers at 4 blocks of 4 warps, 80 (no spills) at 6: 24 warps "

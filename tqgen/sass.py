@@ -11,8 +11,10 @@ test compares them (a change that moves a count updates that file:
 
 The loop is the backward branch whose range holds the most HMMAs and no EXIT (the out-of-line warp
 divergence stubs branch back over the whole kernel), the shortest on ties; a tile is D/8 HMMAs (D/16
-k-steps of Sᵀ = K·Qᵀ, D/16 m-tiles of Oᵀ += Vᵀ·Pᵀ). Static counts: the accumulator rescale that runs only
-when a maximum grows is inside the loop and counted.
+k-steps of Sᵀ = K·Qᵀ, D/16 m-tiles of Oᵀ += Vᵀ·Pᵀ). Static counts: ``per_tile`` counts the loop's every
+instruction; ``hot_per_tile`` leaves out the blocks a warp vote branches over (``VOTE.ANY`` then a forward
+``@!P BRA``: the softmax's new-maximum path, taken on the first tiles and rarely after them), the count a
+tile costs in the steady state.
 
 Needs ``cuobjdump`` and the ``nvdisasm`` it runs: ``$CUOBJDUMP`` / ``$NVDISASM_PATH``, else on PATH, else the
 ``nvidia-cuda-cuobjdump`` / ``nvidia-cuda-nvdisasm`` wheels' (``pip install nvidia-cuda-cuobjdump
@@ -38,11 +40,13 @@ _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*
 
 @dataclass(frozen=True)
 class TileProfile:
-    """``per_tile``: the loop's instructions (NOPs excluded) over its tiles; ``mix``: per opcode (the name
-    before the first dot) per tile; ``tiles``: tiles a trip (the unroll factor); ``loop``: its address range;
-    ``total``: the kernel's instructions."""
+    """``per_tile``: the loop's instructions (NOPs excluded) over its tiles; ``hot_per_tile``: the same without
+    the blocks behind a warp vote (the rare path); ``mix``: per opcode (the name before the first dot) per tile;
+    ``tiles``: tiles a trip (the unroll factor); ``loop``: its address range; ``total``: the kernel's
+    instructions."""
 
     per_tile: float
+    hot_per_tile: float
     mix: dict[str, float]
     tiles: float
     loop: tuple[int, int]
@@ -116,11 +120,29 @@ def tile_profile(cubin: Path, head_dim: int, kernel: str = DECODE_KERNEL) -> Til
     """Instructions per 16-token tile of ``kernel``'s loop in ``cubin`` (compiled for sm_80+)."""
     ins = disassemble(cubin, kernel)
     lo, hi = tile_loop(ins)
-    body = [op for a, op, _ in ins if lo <= a <= hi and not op.startswith("NOP")]
+    loop = [(a, op, args) for a, op, args in ins if lo <= a <= hi and not op.startswith("NOP")]
+    body = [op for _, op, _ in loop]
     mix = collections.Counter(op.split(".")[0] for op in body)
     tiles = mix["HMMA"] / (head_dim // 8)
-    return TileProfile(per_tile=round(len(body) / tiles, 2), mix={k: round(v / tiles, 2) for k, v in mix.items()},
-                       tiles=tiles, loop=(lo, hi), total=len(ins))
+    return TileProfile(per_tile=round(len(body) / tiles, 2), hot_per_tile=round(len(_hot(loop)) / tiles, 2),
+                       mix={k: round(v / tiles, 2) for k, v in mix.items()}, tiles=tiles, loop=(lo, hi),
+                       total=len(ins))
+
+
+def _hot(loop: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """``loop`` without the instructions that the first branch after a ``VOTE.ANY`` (the compiler schedules
+    independent work between them) jumps forward over."""
+    skipped: list[tuple[int, int]] = []
+    for i, (_, op, _) in enumerate(loop):
+        if not op.startswith("VOTE.ANY"):
+            continue
+        for addr, nxt, args in loop[i + 1:]:
+            if nxt.startswith("BRA"):
+                m = re.search(r"0x([0-9a-f]+)", args)
+                if not nxt.startswith("BRA.DIV") and m and int(m.group(1), 16) > addr:
+                    skipped.append((addr, int(m.group(1), 16)))
+                break
+    return [x for x in loop if not any(b < x[0] < e for b, e in skipped)]
 
 
 # ------------------------------------------------------------------ the committed snapshot of the defaults

@@ -56,7 +56,7 @@ def show(label: str, k: dict, p: sass.TileProfile) -> None:
     print(f"{sass.DECODE_KERNEL}: {k.get('registers')} registers, {k.get('spill_stores', 0)} bytes spilled, "
           f"{k.get('smem')} B static smem")
     print(f"{label}: {p.total} instructions, loop {p.loop[0]:#x}-{p.loop[1]:#x} ({p.tiles:g} tiles a trip): "
-          f"{p.per_tile:.1f} per tile")
+          f"{p.per_tile:.1f} per tile, {p.hot_per_tile:.1f} without the rare path")
     print("  " + ", ".join(f"{op} {n:.1f}" for op, n in sorted(p.mix.items(), key=lambda x: -x[1])[:18]))
 
 
@@ -66,10 +66,11 @@ def write_snapshot(path: Path) -> None:
         res = list(pool.map(lambda c: profile_variant(*c, "sm90", Path(tmp) / sass.snapshot_key(*c)), cases))
     data = {"nvcc": sass.nvcc_version(), "arch": "sm90", "kernel": sass.DECODE_KERNEL,
             "how": "python bench/dbg/sass_tile.py --write-snapshot (tqgen.sass.tile_profile of each default variant)",
-            "per_tile": {sass.snapshot_key(*c): p.per_tile for c, (_, p) in zip(cases, res)}}
+            "per_tile": {sass.snapshot_key(*c): p.per_tile for c, (_, p) in zip(cases, res)},
+            "hot_per_tile": {sass.snapshot_key(*c): p.hot_per_tile for c, (_, p) in zip(cases, res)}}
     path.write_text(json.dumps(data, indent=1) + "\n")
     for c, (_, p) in zip(cases, res):
-        print(f"{sass.snapshot_key(*c):20s} {p.per_tile:7.1f}")
+        print(f"{sass.snapshot_key(*c):20s} {p.per_tile:7.1f} {p.hot_per_tile:7.1f}")
     print(f"wrote {path}")
 
 
