@@ -2,7 +2,9 @@
 B=32 L=32K and B=128 L=8K at D=128 (Hq 32, Hk 8), or with D=64 in the environment B=32 L=32K at the
 SmolLM2 shape (Hq 9, Hk 3, D 64); LAYOUT=aos for AoS; SPLITS=0,4 times every combo at these split
 counts (0: the heuristic's choice for that combo; default 0). A combo not in the table below is read as
-w<warps>b<blocks>[c<copies>][u<unroll>][d (dynamic shared memory)][s<stages>], e.g. w2b6c16. Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET]
+w<warps>b<blocks>[c<copies>][u<unroll>][d (dynamic shared memory)][s<stages>], e.g. w2b6c16, and any combo
+may be followed by +field=value CudaOptions changes, e.g. default+lazy_max=1, w2b4s4+lazy_max=0.
+Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET]
 (debug, not a result)."""
 import dataclasses
 import re
@@ -85,6 +87,15 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
                                             **({"pair_copies": int(c)} if c else {}),
                                             **({"tile_unroll": int(u)} if u else {}),
                                             **({"stages": int(st)} if st else {}))
+    for k in sys.argv[1].split(","):  # BASE+field=value+...: CudaOptions changes on a combo above
+        base, *changes = k.split("+")
+        if changes and base in combos:
+            ch = {}
+            for c in changes:
+                f, v = c.split("=", 1)
+                cur = getattr(o, f)
+                ch[f] = v.lower() in ("1", "true") if isinstance(cur, bool) else type(cur)(v)
+            combos[k] = dataclasses.replace(combos[base], **ch)
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     combos = {k: v for k, v in combos.items() if k == "default" or v != o}  # skip no-op combos
     kerns = {}
