@@ -180,25 +180,17 @@ def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
 def test_decode_follows_a_moving_maximum(variant, ramp):
     """The decode's online softmax reduces the maximum across lanes only when a score of the tile exceeds
     the running maximum (the warp votes). Keys pulled towards each head's first query by a weight that
-    grows with the position (rising: the maximum moves on nearly every tile, of every split) or shrinks
-    with it (falling: it moves on a split's first tile only, then every tile takes the short path), on
-    ordinary random data besides; the reference decode within tqgen.testing.DECODE_TOL."""
+    grows with the position (rising: the maximum moves on many tiles of every split) or shrinks with it
+    (falling: mostly on a split's first tiles), on ordinary random data besides; the reference decode
+    within tqgen.testing.DECODE_TOL."""
     from tqgen.cuda_launch import load_variant
 
     spec, dev = variant.spec, torch.device("cuda")
     kern = load_variant(variant)
     lens, hk, g = [6000, 333, 17], 2, 4
     case = Case(spec, lens, hk, g, seed=11).build(dev)
-    bs = spec.block_size
-    seq_of = torch.full((case["num_blocks"] * bs,), -1, dtype=torch.long, device=dev)
-    pos_of = torch.zeros_like(seq_of)
-    for i, n in enumerate(lens):
-        p = torch.arange(n, device=dev)
-        s = case["block_table"][i, p // bs].long() * bs + p % bs
-        seq_of[s], pos_of[s] = i, p
-    slot = case["slot_mapping"].long()
-    real = slot >= 0
-    seq, pos = seq_of[slot.clamp_min(0)], pos_of[slot.clamp_min(0)].float()
+    seq, pos = case["token_seq"], case["token_pos"].float()
+    real = seq >= 0
     frac = pos / max(lens) if ramp == "rising" else 1.0 - pos / max(lens)
     q0 = case["query"].float()[:, ::g]  # [B, Hk, D]: each KV head's first query
     pull = (q0 / q0.norm(dim=-1, keepdim=True))[seq.clamp_min(0)] * (8.0 * frac)[:, None, None]

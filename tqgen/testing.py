@@ -165,6 +165,8 @@ class Case:
     extra_blocks: int = 2
 
     def build(self, device) -> dict:
+        """key, value [N, Hk, D], slot_mapping [N] (shuffled rows, padding rows -1), block_table, query, sinks,
+        seq_lens, num_blocks; token_seq / token_pos [N]: each row's sequence and position (-1 / 0 for padding)."""
         g = torch.Generator(device="cpu").manual_seed(self.seed)
         bs, h, d = self.spec.block_size, self.num_kv_heads, self.spec.head_dim
         nblk = [math.ceil(n / bs) for n in self.seq_lens]
@@ -172,16 +174,20 @@ class Case:
         perm = torch.randperm(total_blocks, generator=g)
         width = max(1, max(nblk) if nblk else 1)
         block_table = torch.zeros(len(self.seq_lens), width, dtype=torch.int32)
-        slots, used = [], 0
+        pad = self.padding_slots
+        slots, seqs, poss, used = [], [], [], 0
         for i, (n, nb) in enumerate(zip(self.seq_lens, nblk)):
             block_table[i, :nb] = perm[used:used + nb].to(torch.int32)
             used += nb
             pos = torch.arange(n)
             slots.append(block_table[i, pos // bs].long() * bs + pos % bs)
-        slot = torch.cat(slots + [torch.full((self.padding_slots,), -1, dtype=torch.long)]) if slots else \
-            torch.full((self.padding_slots,), -1, dtype=torch.long)
+            seqs.append(torch.full((n,), i, dtype=torch.long))
+            poss.append(pos)
+        slot = torch.cat(slots + [torch.full((pad,), -1, dtype=torch.long)])
         order = torch.randperm(slot.numel(), generator=g)
         slot = slot[order].to(torch.int32)
+        token_seq = torch.cat(seqs + [torch.full((pad,), -1, dtype=torch.long)])[order]
+        token_pos = torch.cat(poss + [torch.zeros(pad, dtype=torch.long)])[order]
         n = slot.numel()
         key = (torch.randn(n, h, d, generator=g) * 2.0).to(self.dtype)
         value = torch.randn(n, h, d, generator=g).to(self.dtype)
@@ -190,7 +196,8 @@ class Case:
         sinks = torch.randn(h * self.gqa, generator=g)
         return {k: v.to(device) for k, v in dict(
             key=key, value=value, slot_mapping=slot, block_table=block_table, query=query, sinks=sinks,
-            seq_lens=torch.tensor(self.seq_lens, dtype=torch.int32)).items()} | {"num_blocks": total_blocks}
+            seq_lens=torch.tensor(self.seq_lens, dtype=torch.int32), token_seq=token_seq,
+            token_pos=token_pos).items()} | {"num_blocks": total_blocks}
 
 
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
