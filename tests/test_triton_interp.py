@@ -92,6 +92,25 @@ def test_layout_equivalence_aos_soa_decode(preset):
     assert rel_err(outs[0], outs[1]) <= DECODE_TOL[torch.bfloat16] / 8
 
 
+
+def test_fp8_keys_with_queries_past_fp16_range():
+    """fp8 keys meet the query in an fp16 dot: each query row is first scaled by a power of two into
+    [2^13, 2^14) (exact), so a query of 1e6 (1.3e5 after the softmax scale: past fp16's 65504, inf without
+    the scaling) and one of 1e-6 (fp16 subnormal or zero without it) decode like the reference."""
+    spec = LayoutSpec.from_preset("k8v4", layout="soa")
+    case = Case(spec, [40, 23], 2, 4, seed=13).build("cpu")
+    kern = load_triton(spec, "cpu")
+    cache = ref.allocate(spec, case["num_blocks"], 2)
+    kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+    q = case["query"].float()
+    q[:, 0::2] *= 1e6
+    q[:, 1::2] *= 1e-6
+    q = q.to(torch.bfloat16)
+    out = kern.decode(q, cache, case["block_table"], case["seq_lens"], num_splits=2)
+    exp = ref.decode(spec, q, cache, case["block_table"], case["seq_lens"])
+    assert torch.isfinite(out).all()
+    assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
+
 def test_gfx950_special_runs_in_interpreter():
     spec = LayoutSpec.from_preset("4bit_nc", layout="soa")
     kern = load_triton(spec, "gfx950", "gfx950_mfma")

@@ -1,0 +1,55 @@
+"""Triton decode options on the GPU: num_warps x block_n (tokens a tile) x split counts, B=32 L=32K and
+B=128 L=8K at D=128 (Hq 32, Hk 8), or the SmolLM2 shape with D=64 in the environment; every row with its
+rel err vs the reference (debug, not a result).
+Usage: LAYOUT=soa SPLITS=0,16 python bench/dbg/triton_opts.py 4x32,2x32,2x16 k8v4,4bit_nc
+(NWxBN: num_warps x block_n; SPLITS 0: the launcher's heuristic)."""
+import dataclasses
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, "bench")
+from cuda_h200 import bench, copy_ceiling, paged, target_shapes  # noqa: E402
+from tqgen import reference as ref  # noqa: E402
+from tqgen.build import preset_spec_for_target  # noqa: E402
+from tqgen.ir import Target  # noqa: E402
+from tqgen.layout import derive_layout  # noqa: E402
+from tqgen.lower_triton import make_variant, triton_options  # noqa: E402
+from tqgen.testing import rel_err  # noqa: E402
+from tqgen.triton_launch import load_variant  # noqa: E402
+
+dev = torch.device("cuda")
+ceil = copy_ceiling()
+D = int(os.environ.get("D", "128"))
+HQ, HK, SHAPES = target_shapes(D)
+rows = []
+for preset in sys.argv[2].split(","):
+    spec = dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=os.environ.get("LAYOUT", "soa")),
+                               head_dim=D)
+    base = triton_options(spec, Target.SM90)
+    kerns = {}
+    for combo in sys.argv[1].split(","):
+        nw, bn = (int(x) for x in combo.split("x"))
+        o = dataclasses.replace(base, num_warps=nw, block_n=bn)
+        name = f"{nw}x{bn}" + (" (default)" if o == base else "")
+        kerns[name] = load_variant(make_variant(spec, Target.SM90, options=o))
+    for b, L in SHAPES:
+        q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)
+        cache, bt, sl = paged(spec, b, L, HK, dev, next(iter(kerns.values())))
+        nbytes = b * L * HK * derive_layout(spec).slot_bytes
+        exp = ref.decode(spec, q[:2], cache, bt[:2], sl[:2])
+        for name, kern in kerns.items():
+            try:
+                err = rel_err(kern.decode(q[:2], cache, bt[:2], sl[:2]), exp)
+            except Exception as e:  # noqa: BLE001  (a config that fails to compile is a finding)
+                rows.append(f"| {preset} D{D} | {b}x{L} | {name} | - | failed: {str(e).splitlines()[0][:80]} | - | - |")
+                continue
+            for sp in [int(x) or kern.num_splits_for(b, HK, L, dev) for x in os.environ.get("SPLITS", "0").split(",")]:
+                ws = kern.workspace(b, HQ, sp, dev)
+                out = torch.empty_like(q)
+                t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
+                rows.append(f"| {preset} D{D} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
+                print(rows[-1], file=sys.stderr, flush=True)
+print("\n| preset | shape | num_warps x block_n | splits | us | % ceiling | rel err |\n|---|---|---|---|---|---|---|")
+print("\n".join(rows))
