@@ -99,7 +99,7 @@ def compile_variant(v: Variant, module) -> list[KernelReport]:
         fn = getattr(module, name)
         full_sig = dict(sig) | {k: "constexpr" for k in consts}
         ptr_attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
-        opts = v.options.launch_kwargs(v.target)
+        opts = v.options.launch_kwargs(v.target, decode=name == "tq_decode_split")
         if name == "tq_decode_merge":
             opts = dict(opts, num_warps=v.options.merge_num_warps)
         rep = KernelReport(v.id, name, ok=False)

@@ -39,6 +39,7 @@ class TritonOptions:
     """Launch/compile options for one target; validates itself."""
 
     num_warps: int = 4
+    decode_num_warps: int = 0  # the decode split kernel's warps (0: num_warps; store and dequant keep num_warps)
     num_stages: int = 2
     block_n: int = 32  # decode tokens per tile
     store_block_m: int = 16  # store rows (token, head) per program
@@ -54,6 +55,8 @@ class TritonOptions:
             v = getattr(self, name)
             if not is_power_of_two(v):
                 r.append(Reason(name, v, "a power of two"))
+        if self.decode_num_warps and not is_power_of_two(self.decode_num_warps):
+            r.append(Reason("decode_num_warps", self.decode_num_warps, "0 (num_warps) or a power of two"))
         if self.block_n < 16 or self.store_block_m < 16 or self.dequant_block_n < 16:
             r.append(Reason("block_n/store_block_m/dequant_block_n", (self.block_n, self.store_block_m,
                             self.dequant_block_n), "at least 16", "tl.dot needs 16 rows"))
@@ -70,8 +73,10 @@ class TritonOptions:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def launch_kwargs(self, target: Target) -> dict[str, Any]:
-        kw: dict[str, Any] = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+    def launch_kwargs(self, target: Target, decode: bool = False) -> dict[str, Any]:
+        """Triton launch keywords; ``decode``: for the decode split kernel (its own warp count)."""
+        warps = self.decode_num_warps if decode and self.decode_num_warps else self.num_warps
+        kw: dict[str, Any] = {"num_warps": warps, "num_stages": self.num_stages}
         if target.info.vendor is Vendor.AMD:
             if self.waves_per_eu:
                 kw["waves_per_eu"] = self.waves_per_eu
@@ -87,7 +92,8 @@ TRITON_OPTIONS: dict[Target, TritonOptions] = {
     Target.SM86: TritonOptions(num_warps=8, num_stages=1, block_n=32),
     Target.SM89: TritonOptions(num_warps=8, num_stages=1, block_n=32),
     # H200 sweep (bench/results/h200-2026-11-30.md): 64-token tiles on 2 warps are fastest but spill;
-    # 32-token tiles on 4 warps are next (1.4x faster than 8 warps) — see TRITON_OPTION_OVERRIDES
+    # 32-token tiles on 4 warps are next (1.4x faster than 8 warps); per-spec decode warps and tiles in
+    # TRITON_OPTION_OVERRIDES (h200-2026-12-02-triton-options.md)
     Target.SM90: TritonOptions(num_warps=4, num_stages=1, block_n=32),
     Target.GFX90A: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
     Target.GFX942: TritonOptions(num_warps=4, num_stages=2, block_n=32, waves_per_eu=0, matrix_instr_nonkdim=16),
@@ -109,14 +115,19 @@ class OptionOverride:
         return target is self.target and all(str(getattr(spec, f)) == str(v) for f, v in self.match)
 
 
-_STACK = "4 warps leave an 8-byte stack frame in the decode (tqgen.compile_check); 8 warps are stack-free"
 TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
-    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
-                   (("num_warps", 8),), _STACK),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4)),
-                   (("num_warps", 8),), _STACK),
-    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
-                   (("num_warps", 8),), _STACK),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3)),
+                   (("decode_num_warps", 2), ("block_n", 16)),
+                   "3-bit keys: 2 warps on 16-token tiles. Same run (bench/dbg/triton_opts.py, B=32 L=32K / B=128 "
+                   "L=8K, us): SoA k3v4_nc 2285 / 2289 vs 4109 / 4110 (8 warps x 32) and 3321 / 3319 (4 x 32), SoA "
+                   "3bit_nc 3147 / 3162 vs 5274 / 5303 (4 x 32), AoS k3v4_nc 2279 / 2110 vs 2580 / 2591 (4 x 32), "
+                   "AoS 3bit_nc 2467 / 2481 vs 4469 / 4477 (8 x 32); head_dim 64 SoA (B=32 L=32K Hq 9 Hk 3) k3v4_nc "
+                   "442 vs 521 (4 x 32), 3bit_nc 514 vs 640 (bench/results/h200-2026-12-02-triton-options.md)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "fp8_e4m3fn")), (("decode_num_warps", 2),),
+                   "fp8 keys, SoA: 2 warps on 32-token tiles, 1525 / 1492 vs 1683 / 1689 us with 4 (B=32 L=32K / "
+                   "B=128 L=8K); head_dim 64 302 vs 375 us; AoS: no gain (1943 / 1885 vs 1917 / 1925), 4bit_nc SoA "
+                   "at 2 warps keeps a 32-byte stack frame (tqgen.compile_check) for 2-6 % "
+                   "(bench/results/h200-2026-12-02-triton-options.md)"),
 )
 
 

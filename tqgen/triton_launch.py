@@ -87,8 +87,8 @@ class TritonKernels:
             self._consts[key] = (klut, klut)
         return self._consts[key]
 
-    def _launch_kw(self, device: torch.device) -> dict:
-        return self.variant.options.launch_kwargs(self.variant.target) if device.type == "cuda" else {}
+    def _launch_kw(self, device: torch.device, decode: bool = False) -> dict:
+        return self.variant.options.launch_kwargs(self.variant.target, decode) if device.type == "cuda" else {}
 
     # ------------------------------------------------------------------ store
     def store(self, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
@@ -157,7 +157,7 @@ class TritonKernels:
         q = self.rotate_query(query, scale)
         klut, vlut = self._luts(cache.device, query.dtype)
         opts = self.variant.options
-        kw = self._launch_kw(cache.device)
+        kw = self._launch_kw(cache.device, decode=True)
         self.module.tq_decode_split[(b * hk, splits)](
             q, cache, cache.view(torch.int16), block_table, seq_lens, klut, vlut, ws["acc"], ws["lse"],
             block_table.stride(0),

@@ -2,7 +2,7 @@
 B=128 L=8K at D=128 (Hq 32, Hk 8), or the SmolLM2 shape with D=64 in the environment; every row with its
 rel err vs the reference (debug, not a result).
 Usage: LAYOUT=soa SPLITS=0,16 python bench/dbg/triton_opts.py 4x32,2x32,2x16 k8v4,4bit_nc
-(NWxBN: num_warps x block_n; SPLITS 0: the launcher's heuristic)."""
+(NWxBN: the decode's warps x block_n; SPLITS 0: the launcher's heuristic)."""
 import dataclasses
 import os
 import sys
@@ -31,7 +31,7 @@ for preset in sys.argv[2].split(","):
     kerns = {}
     for combo in sys.argv[1].split(","):
         nw, bn = (int(x) for x in combo.split("x"))
-        o = dataclasses.replace(base, num_warps=nw, block_n=bn)
+        o = dataclasses.replace(base, decode_num_warps=0 if nw == base.num_warps else nw, block_n=bn)
         name = f"{nw}x{bn}" + (" (default)" if o == base else "")
         kerns[name] = load_variant(make_variant(spec, Target.SM90, options=o))
     for b, L in SHAPES:
