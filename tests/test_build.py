@@ -105,3 +105,23 @@ def test_list_reads_manifest(capsys):
     assert main(["list", "--target", "gfx950"]) == 0
     out = capsys.readouterr().out
     assert "gfx950_mfma" in out and "generic" in out
+
+
+def test_triton_decode_warps_are_the_decodes_alone():
+    """TritonOptions.decode_num_warps launches the decode split kernel only (store and dequant keep num_warps),
+    0 falls back to num_warps, anything else must be a power of two; the sm90 override gives 3-bit keys 2 decode
+    warps on 16-token tiles and leaves the other targets alone."""
+    import dataclasses
+
+    from tqgen.ir import SpecError, Target
+    from tqgen.lower_triton import triton_options
+    spec = LayoutSpec.from_preset("3bit_nc", layout="soa")
+    o = triton_options(spec, Target.SM90)
+    assert (o.decode_num_warps, o.block_n, o.num_warps) == (2, 16, 4)
+    assert o.launch_kwargs(Target.SM90, decode=True)["num_warps"] == 2
+    assert o.launch_kwargs(Target.SM90)["num_warps"] == 4
+    plain = dataclasses.replace(o, decode_num_warps=0)
+    assert plain.launch_kwargs(Target.SM90, decode=True)["num_warps"] == 4
+    assert triton_options(spec, Target.SM80).decode_num_warps == 0
+    with pytest.raises(SpecError, match="decode_num_warps"):
+        make_variant(spec, "sm90", options=dataclasses.replace(o, decode_num_warps=3))
