@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -44,6 +45,21 @@ def target_shapes(head_dim: int):
     """The debug sweeps' decode shapes: (Hq, Hk, [(B, L), ...]) of the issue-6 targets at head_dim 128,
     the SmolLM2 shape (Hq 9, Hk 3, B=32 L=32K) at 64."""
     return (32, 8, ((32, 32768), (128, 8192))) if head_dim == 128 else (9, 3, ((32, 32768),))
+
+
+def split_rows(label, kern, q, cache, bt, sl, hk, nbytes, ceil, err):
+    """Debug-sweep table rows of one decode kernel on one shape: each split count of $SPLITS (comma list, 0 =
+    the launcher's own choice; default 0) timed by ``bench``, with % of the copy ceiling and ``err``."""
+    b, hq = q.shape[0], q.shape[1]
+    rows = []
+    for sp in [int(x) or kern.num_splits_for(b, hk, bt.shape[1] * kern.spec.block_size, q.device)
+               for x in os.environ.get("SPLITS", "0").split(",")]:
+        ws = kern.workspace(b, hq, sp, q.device)
+        out = torch.empty_like(q)
+        t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
+        rows.append(f"| {label} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
+        print(rows[-1], flush=True, file=sys.stderr)
+    return rows
 
 
 def copy_ceiling():

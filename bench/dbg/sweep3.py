@@ -13,7 +13,7 @@ import sys
 import torch
 
 sys.path.insert(0, "bench")
-from cuda_h200 import bench, copy_ceiling, paged, target_shapes  # noqa: E402
+from cuda_h200 import copy_ceiling, paged, split_rows, target_shapes  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.cuda_launch import load_variant  # noqa: E402
@@ -118,11 +118,6 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
         exp = ref.decode(spec, q[:2], cache, bt[:2], sl[:2])
         for name, kern in kerns.items():
             err = rel_err(kern.decode(q[:2], cache, bt[:2], sl[:2]), exp)
-            for sp in [int(x) or kern.num_splits_for(b, HK, L, dev) for x in os.environ.get("SPLITS", "0").split(",")]:
-                ws = kern.workspace(b, HQ, sp, dev)
-                out = torch.empty_like(q)
-                t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
-                rows.append(f"| {preset} D{D} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
-                print(rows[-1], file=sys.stderr, flush=True)
+            rows += split_rows(f"{preset} D{D} | {b}x{L} | {name}", kern, q, cache, bt, sl, HK, nbytes, ceil, err)
 print("\n| preset | shape | options | splits | us | % ceiling | rel err |\n|---|---|---|---|---|---|---|")
 print("\n".join(rows))

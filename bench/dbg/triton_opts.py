@@ -10,7 +10,7 @@ import sys
 import torch
 
 sys.path.insert(0, "bench")
-from cuda_h200 import bench, copy_ceiling, paged, target_shapes  # noqa: E402
+from cuda_h200 import copy_ceiling, paged, split_rows, target_shapes  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
@@ -45,11 +45,6 @@ for preset in sys.argv[2].split(","):
             except Exception as e:  # noqa: BLE001  (a config that fails to compile is a finding)
                 rows.append(f"| {preset} D{D} | {b}x{L} | {name} | - | failed: {str(e).splitlines()[0][:80]} | - | - |")
                 continue
-            for sp in [int(x) or kern.num_splits_for(b, HK, L, dev) for x in os.environ.get("SPLITS", "0").split(",")]:
-                ws = kern.workspace(b, HQ, sp, dev)
-                out = torch.empty_like(q)
-                t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
-                rows.append(f"| {preset} D{D} | {b}x{L} | {name} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
-                print(rows[-1], file=sys.stderr, flush=True)
+            rows += split_rows(f"{preset} D{D} | {b}x{L} | {name}", kern, q, cache, bt, sl, HK, nbytes, ceil, err)
 print("\n| preset | shape | num_warps x block_n | splits | us | % ceiling | rel err |\n|---|---|---|---|---|---|---|")
 print("\n".join(rows))
