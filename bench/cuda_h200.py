@@ -49,14 +49,20 @@ def target_shapes(head_dim: int):
 
 def split_rows(label, kern, q, cache, bt, sl, hk, nbytes, ceil, err):
     """Debug-sweep table rows of one decode kernel on one shape: each split count of $SPLITS (comma list, 0 =
-    the launcher's own choice; default 0) timed by ``bench``, with % of the copy ceiling and ``err``."""
+    the launcher's own choice; default 0) timed by ``bench`` (eager launches back to back), or with GRAPH=1 in
+    the environment by CUDA-graph replay as ``tqgen tune`` and ``tqgen bench --cuda-graph`` time it
+    (tqgen.tuning._graph_us), with % of the copy ceiling and ``err``."""
+    from tqgen.tuning import _graph_us
     b, hq = q.shape[0], q.shape[1]
     rows = []
     for sp in [int(x) or kern.num_splits_for(b, hk, bt.shape[1] * kern.spec.block_size, q.device)
                for x in os.environ.get("SPLITS", "0").split(",")]:
-        ws = kern.workspace(b, hq, sp, q.device)
-        out = torch.empty_like(q)
-        t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
+        if os.environ.get("GRAPH") == "1":
+            t = _graph_us(kern, q, cache, [bt], sl, sp, q.device)
+        else:
+            ws = kern.workspace(b, hq, sp, q.device)
+            out = torch.empty_like(q)
+            t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
         rows.append(f"| {label} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
         print(rows[-1], flush=True, file=sys.stderr)
     return rows

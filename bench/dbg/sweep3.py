@@ -1,7 +1,9 @@
 """SoA decode options (after 3-bit value line loads): block shape x pair-table copies x stages,
 B=32 L=32K and B=128 L=8K at D=128 (Hq 32, Hk 8), or with D=64 in the environment B=32 L=32K at the
 SmolLM2 shape (Hq 9, Hk 3, D 64); LAYOUT=aos for AoS; SPLITS=0,4 times every combo at these split
-counts (0: the heuristic's choice for that combo; default 0). A combo not in the table below is read as
+counts (0: the heuristic's choice for that combo; default 0); GRAPH=1 times by CUDA-graph replay
+(as tqgen tune and tqgen bench --cuda-graph; the eager and graph timings disagreed on lazy_max for k8v4 AoS
+and k3v4_nc SoA in sessions 11 and 12). A combo not in the table below is read as
 w<warps>b<blocks>[c<copies>][u<unroll>][d (dynamic shared memory)][s<stages>], e.g. w2b6c16, and any combo
 may be followed by +field=value CudaOptions changes, e.g. default+lazy_max=1, w2b4s4+lazy_max=0.
 Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET]
