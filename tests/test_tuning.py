@@ -133,7 +133,7 @@ def test_the_committed_h200_table_is_live_and_complete():
             for layout in ("aos", "soa"):
                 v = _variant(preset, layout, d)
                 t = tables[tuning.variant_key(v)]
-                assert t.options == cuda_options(v.spec, Target.SM90).to_dict()
+                assert tuning.options_match(t.options, cuda_options(v.spec, Target.SM90).to_dict())
                 assert (t.shape["num_q_heads"], t.shape["num_kv_heads"]) == (hq, hk)
                 w = v.options.decode_warps
                 assert len(t.points) == len(tuning.DEFAULT_BATCHES) * len(tuning.DEFAULT_SEQ_LENS)
@@ -170,3 +170,18 @@ def test_tune_rejects_an_untuned_head_dim(monkeypatch, capsys):
     assert main(["tune", "--head-dim", "96"]) == 2
     err = capsys.readouterr().err
     assert "--head-dim [96]" in err and "[128, 64]" in err
+
+
+def test_an_option_added_later_at_its_default_keeps_an_entry_live():
+    """options_match: an entry timed before a CudaOptions field existed matches while the field keeps its
+    default, and not once it is changed; an entry naming a field the options no longer have never matches."""
+    import dataclasses
+
+    from tqgen.lower_cuda import CudaOptions
+    from tqgen.tuning import options_match
+    now = CudaOptions().to_dict()
+    old = {k: v for k, v in now.items() if k != "lazy_max"}  # as a table timed before lazy_max existed
+    assert options_match(old, now) and options_match(now, now)
+    assert not options_match(old, dataclasses.replace(CudaOptions(), lazy_max=False).to_dict())
+    assert not options_match(dict(now, gone=1), now)
+    assert not options_match(dict(old, stages=2), now)

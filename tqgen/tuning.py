@@ -22,6 +22,7 @@ by default: a user tunes their own GPU without touching the package), then the p
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -169,11 +170,19 @@ def tables_for(device_name: str) -> dict[str, VariantTable]:
     return _tables(device_slug(device_name), tuple(search_dirs()))
 
 
+def options_match(recorded: dict, current: dict) -> bool:
+    """The launch options an entry was timed with equal ``current``; a field the entry predates counts as
+    its default (an option added later, left at its default, leaves the kernel as it was timed)."""
+    from .lower_cuda import CudaOptions
+    defaults = {f.name: f.default for f in dataclasses.fields(CudaOptions)}
+    return set(recorded) <= set(current) and all(recorded.get(k, defaults.get(k)) == v for k, v in current.items())
+
+
 def tuned_splits(variant, device_name: str, units: int, max_seq_len: int) -> int | None:
     """The measured split count for this variant on this device and shape, or None (no table, no
     point within RADIUS, or the entry was timed with other launch options)."""
     t = tables_for(device_name).get(variant_key(variant))
-    if t is None or t.options != variant.options.to_dict():
+    if t is None or not options_match(t.options, variant.options.to_dict()):
         return None
     return t.splits_for(units, max_seq_len, variant.options.decode_warps)
 
@@ -314,7 +323,7 @@ def stale_entries(path: Path) -> list[tuple[str, str]]:
             continue
         if variant_key(v) != key:
             out.append((key, f"the shape rebuilds {variant_key(v)}"))
-        elif v.options.to_dict() != t.options:
+        elif not options_match(t.options, v.options.to_dict()):
             diff = {k: (t.options.get(k), x) for k, x in v.options.to_dict().items() if t.options.get(k) != x}
             out.append((key, "launch options changed since it was timed: " +
                         ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(diff.items()))))
