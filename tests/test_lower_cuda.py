@@ -465,3 +465,15 @@ def test_portable_transpose_is_the_m8n8_transpose():
         lo, hi = frag[eval(lo_e)], frag[eval(hi_e)]  # noqa: S307 (C integer expressions of g, r)
         got = prmt(lo, hi, odd_sel if g & 1 else even_sel)
         assert got == int(m[2 * r, g]) | (int(m[2 * r + 1, g]) << 16), ln
+
+
+def test_options_take_field_value_changes():
+    """CudaOptions.with_changes: the debug sweeps' field=value spelling (booleans 1/0/true/false); an unknown
+    field or a missing '=' names the fields there are."""
+    from tqgen.lower_cuda import CudaOptions
+    o = CudaOptions().with_changes(["lazy_max=0", "stages=4", "dyn_smem=true"])
+    assert (o.lazy_max, o.stages, o.dyn_smem) == (False, 4, True)
+    assert CudaOptions().with_changes([]) == CudaOptions()
+    for bad in ("bogus=1", "stages"):
+        with pytest.raises(ValueError, match="decode_warps"):
+            CudaOptions().with_changes([bad])

@@ -262,6 +262,20 @@ class CudaOptions:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def with_changes(self, changes) -> "CudaOptions":
+        """These options with ``field=value`` texts applied (booleans as 1/0/true/false), e.g.
+        ``["lazy_max=0", "stages=4"]``: the debug sweeps' command-line spelling."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out = {}
+        for text in changes:
+            name, sep, value = text.partition("=")
+            if not sep or name not in fields:
+                raise ValueError(f"option change {text!r}: expected field=value with a CudaOptions field, one of "
+                                 f"{sorted(fields)}")
+            cur = fields[name]
+            out[name] = value.lower() in ("1", "true") if isinstance(cur, bool) else type(cur)(value)
+        return dataclasses.replace(self, **out)
+
 
 # H200 option sweep (bench/results/h200-2026-12-01-cuda-sweep.md, B=32 L=32K, one warp per query
 # octet): 16 warps per SM (128 registers) with a 3-stage cp.async pipeline beat 12 warps with 4

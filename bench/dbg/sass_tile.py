@@ -14,7 +14,6 @@ or `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -41,11 +40,7 @@ def profile_source(src: Path, head_dim: int, target: str, out: Path) -> tuple[di
 def profile_variant(preset: str, layout: str, head_dim: int, target: str, out: Path, options=()):
     t = Target.parse(target, "target")
     spec = preset_spec_for_target(preset, t, layout=layout, head_dim=head_dim)
-    o = cuda_options(spec, t)
-    for kv in options:
-        k, v = kv.split("=", 1)
-        cur = getattr(o, k)
-        o = dataclasses.replace(o, **{k: (v.lower() in ("1", "true")) if isinstance(cur, bool) else type(cur)(v)})
+    o = cuda_options(spec, t).with_changes(options)
     out.mkdir(parents=True, exist_ok=True)
     src = out / "kernel.cu"
     src.write_text(render_cuda(make_variant(spec, t, options=o)))

@@ -92,12 +92,7 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
     for k in sys.argv[1].split(","):  # BASE+field=value+...: CudaOptions changes on a combo above
         base, *changes = k.split("+")
         if changes and base in combos:
-            ch = {}
-            for c in changes:
-                f, v = c.split("=", 1)
-                cur = getattr(o, f)
-                ch[f] = v.lower() in ("1", "true") if isinstance(cur, bool) else type(cur)(v)
-            combos[k] = dataclasses.replace(combos[base], **ch)
+            combos[k] = combos[base].with_changes(changes)
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     combos = {k: v for k, v in combos.items() if k == "default" or v != o}  # skip no-op combos
     kerns = {}
