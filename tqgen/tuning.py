@@ -170,12 +170,17 @@ def tables_for(device_name: str) -> dict[str, VariantTable]:
     return _tables(device_slug(device_name), tuple(search_dirs()))
 
 
-def options_match(recorded: dict, current: dict) -> bool:
-    """The launch options an entry was timed with equal ``current``; a field the entry predates counts as
-    its default (an option added later, left at its default, leaves the kernel as it was timed)."""
+def _as_timed(recorded: dict) -> dict:
+    """The launch options an entry was timed with, every CudaOptions field the entry predates at its
+    default (an option added later, left at its default, leaves the kernel as it was timed)."""
     from .lower_cuda import CudaOptions
-    defaults = {f.name: f.default for f in dataclasses.fields(CudaOptions)}
-    return set(recorded) <= set(current) and all(recorded.get(k, defaults.get(k)) == v for k, v in current.items())
+    return {f.name: f.default for f in dataclasses.fields(CudaOptions)} | recorded
+
+
+def options_match(recorded: dict, current: dict) -> bool:
+    """The launch options an entry was timed with equal ``current`` (fields the entry predates at their
+    defaults; a field ``current`` no longer has never matches)."""
+    return _as_timed(recorded) == current
 
 
 def tuned_splits(variant, device_name: str, units: int, max_seq_len: int) -> int | None:
@@ -324,7 +329,8 @@ def stale_entries(path: Path) -> list[tuple[str, str]]:
         if variant_key(v) != key:
             out.append((key, f"the shape rebuilds {variant_key(v)}"))
         elif not options_match(t.options, v.options.to_dict()):
-            diff = {k: (t.options.get(k), x) for k, x in v.options.to_dict().items() if t.options.get(k) != x}
+            timed = _as_timed(t.options)
+            diff = {k: (timed.get(k), x) for k, x in v.options.to_dict().items() if timed.get(k) != x}
             out.append((key, "launch options changed since it was timed: " +
                         ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(diff.items()))))
     return out
