@@ -167,6 +167,28 @@ def test_suites():
     assert len(dec) == 4 * 5 * 4 and {s.hq // s.hk for s in dec} == {1, 3, 4, 8} and {s.d for s in dec} == {64, 128}
 
 
+def test_plots_are_a_grid_of_head_shapes_by_batch(tmp_path):
+    """The full suite's decode rows span 4 head shapes x 4 batch sizes: the plots put one row of panels per
+    head shape and one column per batch (a single row of 16 panels would be ~100 inches wide)."""
+    pytest.importorskip("matplotlib")
+    import struct
+
+    from tqgen.bench import write_plots
+
+    heads = (MAIN, SMOLLM2)
+    rows = [_row("decode", "4bit_nc", 50.0 + l // K, b=b, l=l, heads=h, t=10.0 * l / K)
+            for h in heads for b in (1, 8, 32) for l in (K, 4 * K)]
+    meta = dict(device="test GPU", copy_ceiling_GBps=4000.0, sdpa=[])
+    files, note = write_plots(rows, meta, tmp_path, "grid")
+    assert files == ["grid-decode-time.png", "grid-decode-pct.png"] and note == ""
+    for f in files:
+        head = (tmp_path / f).read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n"
+        w, h = struct.unpack(">II", head[16:24])
+        # 3 columns x 2 rows of 6.2 x 4.6 inch panels at 110 dpi
+        assert (w, h) == (round(3 * 6.2 * 110), round(2 * 4.6 * 110)), (w, h)
+
+
 def test_list_runs_nothing(tmp_path, capsys):
     assert main(["bench", "--suite", "targets", "--list", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -1248,10 +1248,17 @@ def write_plots(rows: list[dict], meta: dict, out: Path, tag: str) -> tuple[list
     markers = ["o", "s", "^", "v", "D", "x"]
     bk = {b: markers[i % len(markers)] for i, b in enumerate(sorted({r["backend"] for r in dec}))}
     files = []
+    # one row of panels per head shape (Hq, Hk, D), one column per batch size
+    heads = sorted({g[1:] for g in groups}, key=lambda h: (-h[2], h[1], h[0]))
+    batches = sorted({g[0] for g in groups})
     for kind, ylabel in (("time", "decode time (us, median)"), ("pct", "% of copy ceiling (packed bytes)")):
-        n = len(groups)
-        fig, axes = plt.subplots(1, n, figsize=(6.2 * n, 4.6), squeeze=False)
-        for ax, (g, rs) in zip(axes[0], sorted(groups.items())):
+        nr, nc = len(heads), len(batches)
+        fig, axes = plt.subplots(nr, nc, figsize=(6.2 * nc, 4.6 * nr), squeeze=False)
+        for ax in axes.flat:
+            ax.set_visible(False)
+        for g, rs in sorted(groups.items()):
+            ax = axes[heads.index(g[1:])][batches.index(g[0])]
+            ax.set_visible(True)
             b, hq, hk, d = g
             series: dict[tuple, list[dict]] = {}
             for r in rs:
@@ -1278,11 +1285,11 @@ def write_plots(rows: list[dict], meta: dict, out: Path, tag: str) -> tuple[list
             ax.set_ylabel(ylabel)
             ax.set_title(f"B={b}, Hq={hq}, Hk={hk}, D={d}")
             ax.grid(True, which="both", alpha=0.3)
-        h, lab = axes[0][0].get_legend_handles_labels()
+        h, lab = max((a.get_legend_handles_labels() for a in axes.flat), key=lambda hl: len(hl[1]))
         fig.legend(h, lab, loc="lower center", ncol=min(5, len(lab)), fontsize=7, bbox_to_anchor=(0.5, -0.01))
         fig.suptitle(f"{meta['device']}: decode {'time' if kind == 'time' else 'bandwidth'} vs L "
                      f"(copy ceiling {meta['copy_ceiling_GBps']:.0f} GB/s)")
-        fig.tight_layout(rect=(0, 0.06 + 0.025 * math.ceil(len(lab) / 5), 1, 1))
+        fig.tight_layout(rect=(0, (0.06 + 0.025 * math.ceil(len(lab) / 5)) / nr, 1, 1))
         name = f"{tag}-decode-{kind}.png"
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
