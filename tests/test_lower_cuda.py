@@ -310,10 +310,18 @@ def test_decode_splits_fill_whole_waves():
     assert decode_splits(128 * 8, 8192, waves, 2) == 2     # 2048 again
     assert decode_splits(1 * 8, 4096, waves, 2) == 64      # latency-bound: as many splits as allowed
     assert decode_splits(1, 100, waves, 2) == 2            # 7 tiles: the minimum, a whole block
+    # few units, long context: past 64 splits up to half the resident warps (8 x 132 = 1056 warps)
+    assert decode_splits(1 * 8, 131072, waves, 2) == 132
+    assert decode_splits(1 * 8, 32768, waves, 4) == 132
+    assert decode_splits(1 * 3, 131072, waves, 2) == 352   # head_dim 64, Hk 3
+    assert decode_splits(1, 1 << 20, waves, 2) == 512      # MAX_SPLITS
+    assert decode_splits(1 * 8, 8192, waves, 2) == 128     # a quarter of the 512 tiles
+    assert decode_splits(4 * 8, 131072, waves, 2) == 64    # 32 units: 2112 / 64 = 33 -> 64 as before
     for units in range(1, 600, 7):
         for L in (16, 1000, 4096, 131072):
             s = decode_splits(units, L, waves, 2)
-            assert s % 2 == 0 and 2 <= s <= max(2, min(64, -(-L // 16) // 4))
+            few = max(64, waves // (2 * units)) // 2 * 2
+            assert s % 2 == 0 and 2 <= s <= max(2, min(512, few, -(-L // 16) // 4))
             fill = units * s / (-(-units * s // waves) * waves)
             assert fill >= 0.95 or all(units * t / (-(-units * t // waves) * waves) <= fill + 1e-9
                                        for t in range(2, s, 2)), (units, L, s)

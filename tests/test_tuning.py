@@ -136,7 +136,10 @@ def test_the_committed_h200_table_is_live_and_complete():
                 assert tuning.options_match(t.options, cuda_options(v.spec, Target.SM90).to_dict())
                 assert (t.shape["num_q_heads"], t.shape["num_kv_heads"]) == (hq, hk)
                 w = v.options.decode_warps
-                assert len(t.points) == len(tuning.DEFAULT_BATCHES) * len(tuning.DEFAULT_SEQ_LENS)
+                # every grid point whose caches fit the tuner's memory limit
+                fits = [(b * hk, tuning.tiles_of(L)) for b in tuning.DEFAULT_BATCHES for L in tuning.DEFAULT_SEQ_LENS
+                        if math.prod(tuning.grid_cache(v.spec, hk, b, L)) <= tuning.MAX_TUNE_BYTES]
+                assert sorted((p.units, p.tiles) for p in t.points) == sorted(fits)
                 for p in t.points:
                     assert p.units % hk == 0 and p.splits % w == 0
                     assert p.splits <= tuning.split_cap(p.tiles * 16, w)

@@ -44,13 +44,16 @@ PACKAGE_DIR = Path(__file__).resolve().parent / "tuned"
 RADIUS = 1.0
 #: the tuner keeps the heuristic's count unless another one is faster by more than this (timing noise)
 KEEP_HEURISTIC_WITHIN = 0.02
+#: the most splits per (sequence, KV head) a decode may use (``split_cap``)
+MAX_SPLITS = 512
 #: split counts the tuner times (multiples of the block's warps among these, up to the cap)
-CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64)
+CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512)
 DEFAULT_BATCHES = (1, 4, 8, 32, 128)
-DEFAULT_SEQ_LENS = (1024, 4096, 8192, 32768)
+DEFAULT_SEQ_LENS = (1024, 4096, 8192, 32768, 131072)
 #: (head_dim, Hq, Hk) of the tuned shapes: the targets' Llama-style D=128 and the SmolLM2 D=64 (GQA 3)
 DEFAULT_HEADS = {128: (32, 8), 64: (9, 3)}
 ROTATE_BYTES = 256 << 20  # a call's pages are not in L2 (50 MB on the H200) when the next call runs
+MAX_TUNE_BYTES = 16 << 30  # a grid point whose caches need more is skipped (B=128 L=128K at head_dim 128)
 
 
 class TableError(ValueError):
@@ -76,9 +79,9 @@ def tiles_of(max_seq_len: int) -> int:
 
 
 def split_cap(max_seq_len: int, warps: int) -> int:
-    """The most splits a request may use (``decode_splits`` and the table both keep to it): at most 64, at
-    most a quarter of the tiles, a multiple of the block's warps, at least one block."""
-    return max(warps, min(64, tiles_of(max_seq_len) // 4) // warps * warps)
+    """The most splits a request may use (``decode_splits`` and the table both keep to it): at most
+    ``MAX_SPLITS``, at most a quarter of the tiles, a multiple of the block's warps, at least one block."""
+    return max(warps, min(MAX_SPLITS, tiles_of(max_seq_len) // 4) // warps * warps)
 
 
 @dataclass(frozen=True)
@@ -245,21 +248,26 @@ def _graph_us(kern, q, cache, tables, sl, splits: int, dev, min_ms: float = 4.0,
     return statistics.median(res)
 
 
+def grid_cache(spec, hk: int, batch: int, max_seq_len: int) -> tuple[int, int]:
+    """(bytes of one page set, page sets) the tuner allocates for one grid point: enough disjoint sets
+    that together pass ``ROTATE_BYTES`` (at most 8); a point whose sets pass ``MAX_TUNE_BYTES`` is skipped."""
+    from .layout import derive_layout
+    nbytes = batch * math.ceil(max_seq_len / spec.block_size) * spec.block_size * hk * derive_layout(spec).slot_bytes
+    return nbytes, max(1, min(8, math.ceil(ROTATE_BYTES / nbytes)))
+
+
 def tune_variant(kern, hq: int, hk: int, batches, seq_lens, dev, say: Callable[[str], None] = print,
-                 max_bytes: int = 16 << 30) -> VariantTable:
+                 max_bytes: int = MAX_TUNE_BYTES) -> VariantTable:
     """Time every candidate split count on every (batch, max_seq_len) of the grid; a point per shape."""
     import torch
     from . import reference as ref
-    from .layout import derive_layout
     spec, v = kern.spec, kern.variant
     w, d, bs = v.options.decode_warps, spec.head_dim, spec.block_size
-    slot = derive_layout(spec).slot_bytes
     pts = []
     for L in seq_lens:
         for b in batches:
             per_seq = math.ceil(L / bs)
-            nbytes = b * per_seq * bs * hk * slot
-            sets = max(1, min(8, math.ceil(ROTATE_BYTES / nbytes)))
+            nbytes, sets = grid_cache(spec, hk, b, L)
             if nbytes * sets > max_bytes:
                 say(f"  {b}x{L}: skipped ({nbytes * sets / 2**30:.1f} GiB > {max_bytes / 2**30:.0f} GiB)")
                 continue
