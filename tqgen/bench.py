@@ -1286,10 +1286,11 @@ def write_plots(rows: list[dict], meta: dict, out: Path, tag: str) -> tuple[list
             ax.set_title(f"B={b}, Hq={hq}, Hk={hk}, D={d}")
             ax.grid(True, which="both", alpha=0.3)
         h, lab = max((a.get_legend_handles_labels() for a in axes.flat), key=lambda hl: len(hl[1]))
-        fig.legend(h, lab, loc="lower center", ncol=min(5, len(lab)), fontsize=7, bbox_to_anchor=(0.5, -0.01))
+        fig.legend(h, lab, loc="lower center", ncol=min(5, len(lab)), fontsize=7, bbox_to_anchor=(0.5, 0.0))
         fig.suptitle(f"{meta['device']}: decode {'time' if kind == 'time' else 'bandwidth'} vs L "
                      f"(copy ceiling {meta['copy_ceiling_GBps']:.0f} GB/s)")
-        fig.tight_layout(rect=(0, (0.06 + 0.025 * math.ceil(len(lab) / 5)) / nr, 1, 1))
+        # the legend's rows below the panels: ~0.2 inch a row at font size 7, plus a margin
+        fig.tight_layout(rect=(0, (0.3 + 0.2 * math.ceil(len(lab) / 5)) / (4.6 * nr), 1, 1))
         name = f"{tag}-decode-{kind}.png"
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
