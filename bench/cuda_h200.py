@@ -51,18 +51,25 @@ def split_rows(label, kern, q, cache, bt, sl, hk, nbytes, ceil, err):
     """Debug-sweep table rows of one decode kernel on one shape: each split count of $SPLITS (comma list, 0 =
     the launcher's own choice; default 0) timed by ``bench`` (eager launches back to back), or with GRAPH=1 in
     the environment by CUDA-graph replay as ``tqgen tune`` and ``tqgen bench --cuda-graph`` time it
-    (tqgen.tuning._graph_us), with % of the copy ceiling and ``err``."""
+    (tqgen.tuning._graph_us), with % of the copy ceiling and ``err``. The first count is timed once more
+    before its row and that timing dropped: session 13's sweeps read the first row of a shape 12-17 % slow
+    (h200-2026-12-02-sweep-aos-k8v4-session13.md)."""
     from tqgen.tuning import _graph_us
     b, hq = q.shape[0], q.shape[1]
-    rows = []
-    for sp in [int(x) or kern.num_splits_for(b, hk, bt.shape[1] * kern.spec.block_size, q.device)
-               for x in os.environ.get("SPLITS", "0").split(",")]:
+
+    def time_it(sp):
         if os.environ.get("GRAPH") == "1":
-            t = _graph_us(kern, q, cache, [bt], sl, sp, q.device)
-        else:
-            ws = kern.workspace(b, hq, sp, q.device)
-            out = torch.empty_like(q)
-            t = bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
+            return _graph_us(kern, q, cache, [bt], sl, sp, q.device)
+        ws = kern.workspace(b, hq, sp, q.device)
+        out = torch.empty_like(q)
+        return bench(lambda: kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False))
+
+    rows = []
+    counts = [int(x) or kern.num_splits_for(b, hk, bt.shape[1] * kern.spec.block_size, q.device)
+              for x in os.environ.get("SPLITS", "0").split(",")]
+    time_it(counts[0])  # warm-up, dropped
+    for sp in counts:
+        t = time_it(sp)
         rows.append(f"| {label} | {sp} | {t:.0f} | {100 * nbytes / (t * 1e-6) / ceil:.1f} | {err:.1e} |")
         print(rows[-1], flush=True, file=sys.stderr)
     return rows

@@ -1290,7 +1290,8 @@ def write_plots(rows: list[dict], meta: dict, out: Path, tag: str) -> tuple[list
         fig.suptitle(f"{meta['device']}: decode {'time' if kind == 'time' else 'bandwidth'} vs L "
                      f"(copy ceiling {meta['copy_ceiling_GBps']:.0f} GB/s)")
         # the legend's rows below the panels: ~0.2 inch a row at font size 7, plus a margin
-        fig.tight_layout(rect=(0, (0.3 + 0.2 * math.ceil(len(lab) / 5)) / (4.6 * nr), 1, 1))
+        # and the title above them (~0.4 inch)
+        fig.tight_layout(rect=(0, (0.3 + 0.2 * math.ceil(len(lab) / 5)) / (4.6 * nr), 1, 1 - 0.4 / (4.6 * nr)))
         name = f"{tag}-decode-{kind}.png"
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
