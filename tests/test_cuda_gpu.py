@@ -142,12 +142,13 @@ def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
     """Both decode merges (a block per row, a warp per row; cuda_launch.merge_kind picks one per shape)
     against the merge in float64: out = Σ 2^(lse_s - M)·acc_s / (Σ 2^(lse_s - M) + 2^(sink·log2 e - M)),
     empty rows (every lse -inf) zero. Tolerance: the output's rounding to bf16 / fp16 (2^-8 / 2^-11 of
-    the row's largest value) plus fp32 sums of at most 64 terms."""
+    the row's largest value) plus fp32 sums of at most `splits` terms (up to tuning.MAX_SPLITS, B=1's
+    count at long contexts)."""
     from tqgen.cuda_launch import load_variant
     kern = load_variant(make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=head_dim), "sm90"))
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(3)
-    for b, hq, splits in ((128, 32, 4), (3, 8, 64), (16, 12, 16)):
+    for b, hq, splits in ((128, 32, 4), (3, 8, 64), (16, 12, 16), (2, 8, 512)):
         acc = torch.randn(b, hq, splits, head_dim, device=dev, generator=g)
         lse = torch.randn(b, hq, splits, device=dev, generator=g) * 6
         lse[0, 1] = float("-inf")                 # an empty row (seq_len 0)
@@ -167,9 +168,38 @@ def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
                 kern.merge({"acc": acc, "lse": lse}, sk, out, hq, splits, torch.cuda.current_stream().cuda_stream, kind)
                 torch.cuda.synchronize()
                 eps = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
-                tol = (eps + 64 * 2.0 ** -23) * want.abs().amax(-1, keepdim=True) + 1e-6
+                tol = (eps + splits * 2.0 ** -23) * want.abs().amax(-1, keepdim=True) + 1e-6
                 assert ((out.double() - want).abs() <= tol).all(), (kind, b, hq, splits, sk is not None)
                 assert (out[0, 1] == 0).all()
+
+
+@pytest.mark.parametrize("variant", [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90")
+                                     for p, lay, d in (("3bit_nc", "soa", 128), ("k8v4", "aos", 128),
+                                                       ("4bit_nc", "soa", 64))],
+                         ids=lambda v: v.id)
+def test_decode_past_64_splits(variant):
+    """Few (sequence, KV head) units at a long context take more than 64 splits (cuda_launch.decode_splits:
+    up to half the resident warps, tuning.MAX_SPLITS at most): the launcher's own count and explicit 128 /
+    300 / 512 (the last leaves a fifth of the first sequence's splits and most of the short one's empty)
+    against the reference decode within tqgen.testing.DECODE_TOL."""
+    from tqgen.cuda_launch import load_variant
+    from tqgen.tuning import MAX_SPLITS
+
+    spec, dev = variant.spec, torch.device("cuda")
+    kern = load_variant(variant)
+    lens, hk, g = [20000, 1500], 2, 4
+    case = Case(spec, lens, hk, g, seed=5).build(dev)
+    cache = ref.allocate(spec, case["num_blocks"], hk, dev)
+    kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+    q, bt, sl = case["query"], case["block_table"], case["seq_lens"]
+    own = kern.num_splits_for(len(lens), hk, bt.shape[1] * spec.block_size, dev)
+    assert 64 < own <= MAX_SPLITS, own
+    exp = ref.decode(spec, q, cache, bt, sl)
+    for splits in (None, 128, 300, MAX_SPLITS):
+        out = kern.decode(q, cache, bt, sl, num_splits=splits)
+        assert torch.isfinite(out).all(), splits
+        err = rel_err(out, exp)
+        assert err <= DECODE_TOL[q.dtype], f"{splits or own} splits: decode rel err {err:.2e}"
 
 
 @pytest.mark.parametrize("variant", [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90")
