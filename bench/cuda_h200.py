@@ -43,8 +43,12 @@ def bench(fn, reps=20, warm=3):
 
 def target_shapes(head_dim: int):
     """The debug sweeps' decode shapes: (Hq, Hk, [(B, L), ...]) of the issue-6 targets at head_dim 128,
-    the SmolLM2 shape (Hq 9, Hk 3, B=32 L=32K) at 64."""
-    return (32, 8, ((32, 32768), (128, 8192))) if head_dim == 128 else (9, 3, ((32, 32768),))
+    the SmolLM2 shape (Hq 9, Hk 3, B=32 L=32K) at 64; SHAPES=BxL,BxL,... in the environment replaces the
+    (B, L) list (e.g. SHAPES=1x32768,1x131072)."""
+    hq, hk, shapes = (32, 8, ((32, 32768), (128, 8192))) if head_dim == 128 else (9, 3, ((32, 32768),))
+    if os.environ.get("SHAPES"):
+        shapes = tuple(tuple(int(x) for x in s.split("x")) for s in os.environ["SHAPES"].split(","))
+    return hq, hk, shapes
 
 
 def split_rows(label, kern, q, cache, bt, sl, hk, nbytes, ceil, err):
