@@ -112,7 +112,9 @@ class TritonKernels:
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
         """A split count fixed by shapes only (CUDA-graph safe): ~16 programs per SM (measured best on the
-        H200 at B=32, L=32K), at most one split per tile."""
+        H200 at B=32, L=32K), at most one split per tile and 64 (unlike the C++ decode's, no faster past 64
+        at B=1: 62 / 63 / 69 us at 64 / 128 / 256 splits, k8v4 SoA L=32K; bench/results/
+        h200-2026-12-02-debug-session13.md)."""
         sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
         want = max(1, math.ceil(16 * sms / max(1, batch * num_kv_heads)))
         tiles = max(1, math.ceil(max_seq_len / self.variant.options.block_n))
