@@ -47,7 +47,8 @@ KEEP_HEURISTIC_WITHIN = 0.02
 #: the most splits per (sequence, KV head) a decode may use (``split_cap``)
 MAX_SPLITS = 512
 #: split counts the tuner times (multiples of the block's warps among these, up to the cap)
-CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512)
+CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64,
+              80, 96, 128, 160, 192, 256, 320, 384, 512)
 DEFAULT_BATCHES = (1, 4, 8, 32, 128)
 DEFAULT_SEQ_LENS = (1024, 4096, 8192, 32768, 131072)
 #: (head_dim, Hq, Hk) of the tuned shapes: the targets' Llama-style D=128 and the SmolLM2 D=64 (GQA 3)
