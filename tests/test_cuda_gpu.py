@@ -193,7 +193,9 @@ def test_decode_past_64_splits(variant):
     kern.store(case["key"], case["value"], cache, case["slot_mapping"])
     q, bt, sl = case["query"], case["block_table"], case["seq_lens"]
     own = kern.num_splits_for(len(lens), hk, bt.shape[1] * spec.block_size, dev)
-    assert 64 < own <= MAX_SPLITS, own
+    assert own <= MAX_SPLITS, own
+    if torch.cuda.get_device_properties(dev).multi_processor_count >= 100:  # half the resident warps: > 64 a unit
+        assert own > 64, own
     exp = ref.decode(spec, q, cache, bt, sl)
     for splits in (None, 128, 300, MAX_SPLITS):
         out = kern.decode(q, cache, bt, sl, num_splits=splits)
