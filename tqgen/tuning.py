@@ -253,7 +253,7 @@ def grid_cache(spec, hk: int, batch: int, max_seq_len: int) -> tuple[int, int]:
     """(bytes of one page set, page sets) the tuner allocates for one grid point: enough disjoint sets
     that together pass ``ROTATE_BYTES`` (at most 8); a point whose sets pass ``MAX_TUNE_BYTES`` is skipped."""
     from .layout import derive_layout
-    nbytes = batch * math.ceil(max_seq_len / spec.block_size) * spec.block_size * hk * derive_layout(spec).slot_bytes
+    nbytes = batch * math.ceil(max_seq_len / spec.block_size) * derive_layout(spec).page_bytes(hk)
     return nbytes, max(1, min(8, math.ceil(ROTATE_BYTES / nbytes)))
 
 
