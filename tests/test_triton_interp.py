@@ -92,7 +92,6 @@ def test_layout_equivalence_aos_soa_decode(preset):
     assert rel_err(outs[0], outs[1]) <= DECODE_TOL[torch.bfloat16] / 8
 
 
-
 def test_fp8_keys_with_queries_past_fp16_range():
     """fp8 keys meet the query in an fp16 dot: each query row is first scaled by a power of two into
     [2^13, 2^14) (exact), so a query of 1e6 (1.3e5 after the softmax scale: past fp16's 65504, inf without
@@ -110,6 +109,7 @@ def test_fp8_keys_with_queries_past_fp16_range():
     exp = ref.decode(spec, q, cache, case["block_table"], case["seq_lens"])
     assert torch.isfinite(out).all()
     assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
+
 
 def test_gfx950_special_runs_in_interpreter():
     spec = LayoutSpec.from_preset("4bit_nc", layout="soa")
