@@ -7,10 +7,10 @@ import pytest
 
 from tqgen.build import preset_spec_for_target
 from tqgen.cli import main
-from tqgen.codebook import lloyd_max
+from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, SpecError, Target
 from tqgen.layout import derive_layout
-from tqgen.lower_cuda import (CudaOptions, _lds_width, _lut_words, cuda_options, cuda_reasons, field_alignment,
+from tqgen.lower_cuda import (CudaOptions, _lds_width, cuda_options, cuda_reasons, field_alignment,
                               layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
@@ -41,7 +41,7 @@ def test_platform_spellings_are_the_only_difference():
 
 def test_codebook_tables_hold_the_centroids():
     cb = lloyd_max(128, 4)
-    for bf16, words in ((False, _lut_words(cb.centroids, False)), (True, _lut_words(cb.centroids, True))):
+    for bf16, words in ((False, lut_words(cb.centroids, False)), (True, lut_words(cb.centroids, True))):
         lo = b"".join(int(w, 16).to_bytes(4, "little") for w in words["lo"])
         hi = b"".join(int(w, 16).to_bytes(4, "little") for w in words["hi"])
         bits = [lo[i] | (hi[i] << 8) for i in range(16)]

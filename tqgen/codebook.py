@@ -8,6 +8,7 @@ cell — in float64 to convergence, then scaled by σ = 1/sqrt(D) and rounded to
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -69,3 +70,21 @@ def lloyd_max(head_dim: int, bits: int) -> Codebook:
     c.setflags(write=False)
     mid.setflags(write=False)
     return Codebook(head_dim, bits, c, mid, mse)
+
+
+def _bits16(x: float, bf16: bool) -> int:
+    if bf16:
+        u = struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
+        u += 0x7FFF + ((u >> 16) & 1)
+        return (u >> 16) & 0xFFFF
+    return int(np.array([x], dtype=np.float16).view(np.uint16)[0])
+
+
+def lut_words(centroids: np.ndarray, bf16: bool) -> dict[str, list[str]]:
+    """16 centroids (zero-padded) as 4 lo-byte and 4 hi-byte little-endian words (fp16 bits, or bf16 rounded to
+    nearest even): the byte-permute lookup tables of the C++ and the Triton (NVIDIA) decodes."""
+    vals = list(centroids) + [0.0] * (16 - len(centroids))
+    bits = [_bits16(v, bf16) for v in vals]
+    lo = [sum((bits[4 * j + i] & 0xFF) << (8 * i) for i in range(4)) for j in range(4)]
+    hi = [sum((bits[4 * j + i] >> 8) << (8 * i) for i in range(4)) for j in range(4)]
+    return {"lo": [f"0x{w:08x}" for w in lo], "hi": [f"0x{w:08x}" for w in hi]}

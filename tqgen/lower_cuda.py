@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .codebook import lloyd_max
+from .codebook import lloyd_max, lut_words
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
                  check_target)
 from .layout import derive_layout
@@ -453,23 +452,6 @@ def _f32(x: float) -> str:
     return s + "f"
 
 
-def _bits16(x: float, bf16: bool) -> int:
-    if bf16:
-        u = struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
-        u += 0x7FFF + ((u >> 16) & 1)
-        return (u >> 16) & 0xFFFF
-    return int(np.array([x], dtype=np.float16).view(np.uint16)[0])
-
-
-def _lut_words(centroids: np.ndarray, bf16: bool) -> dict[str, list[str]]:
-    """16 centroids (zero-padded) as 4 lo-byte and 4 hi-byte little-endian words."""
-    vals = list(centroids) + [0.0] * (16 - len(centroids))
-    bits = [_bits16(v, bf16) for v in vals]
-    lo = [sum((bits[4 * j + i] & 0xFF) << (8 * i) for i in range(4)) for j in range(4)]
-    hi = [sum((bits[4 * j + i] >> 8) << (8 * i) for i in range(4)) for j in range(4)]
-    return {"lo": [f"0x{w:08x}" for w in lo], "hi": [f"0x{w:08x}" for w in hi]}
-
-
 def store_lanes(head_dim: int) -> int:
     """Lanes per (token, head) row in the store: 32 elements each (the launcher's rows per warp)."""
     return head_dim // 32
@@ -866,7 +848,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         ctx.update(centroids=[], lut={})
     else:
         cb = lloyd_max(spec.head_dim, spec.key_bits)
-        ctx.update(centroids=[_f32(c) for c in cb.centroids], lut=_lut_words(cb.centroids, False))
+        ctx.update(centroids=[_f32(c) for c in cb.centroids], lut=lut_words(cb.centroids, False))
     rht = spec.rotation is Rotation.RHT
     signs = []
     if rht:

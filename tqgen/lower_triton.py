@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from . import __version__
+from .codebook import lloyd_max, lut_words
 from .ir import FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target, is_power_of_two
 from .layout import derive_layout
 from .variants import GFX950_SPECIAL_RULES, Request, Variant, generic_rules
@@ -174,17 +175,33 @@ def _env() -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
-def template_digest(spec: LayoutSpec, kind: str = "generic") -> str:
+def template_digest(spec: LayoutSpec, kind: str, target: Target) -> str:
     """sha256 of the template bytes and of every value rendered into it (so a changed constant in
     tqgen — a codebook, an fp8 limit — changes the variant id, never silently reuses a stale file)."""
-    ctx = _render_inputs(spec, kind)
+    ctx = _render_inputs(spec, kind, target)
     blob = (TEMPLATE_DIR / TRITON_TEMPLATE).read_bytes() + repr(sorted(ctx.items())).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
-def _render_inputs(spec: LayoutSpec, kind: str = "generic") -> dict[str, Any]:
+def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any]:
     bl = derive_layout(spec)
+    kp, vp = bl["k_data"].pack, bl["v_data"].pack
+    # NVIDIA: the decode unpacks codes in packed registers by inline PTX (byte-permute centroid tables, value
+    # codes biased by bit pattern, sm_89+'s e4m3 pair conversion); other targets and the interpreter run the
+    # portable code
+    ptx = target.info.vendor is Vendor.NVIDIA and kind == "generic"
+    lloyd = not spec.key_codec.is_fp8
     return dict(
+        ptx=ptx,
+        ptx_k4=ptx and lloyd and kp.bits == 4 and kp.group_bytes == 1,
+        # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
+        # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
+        ptx_k3=ptx and lloyd and kp.bits == 3 and not (spec.norm_correction and not spec.fold_norm),
+        ptx_v4=ptx and vp.bits == 4 and vp.group_bytes == 1,
+        fp8_cvt=ptx and spec.key_codec is KeyCodec.FP8_E4M3FN and target in (Target.SM89, Target.SM90),
+        lut=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids, False) if ptx and lloyd else {},
+        lut_sq=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids ** 2, False) if ptx and lloyd else {},
+        renorm=lloyd and spec.norm_correction and not spec.fold_norm,
         spec=spec, special=kind == "gfx950_mfma", key_fp8=spec.key_codec.is_fp8,
         fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
         triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
@@ -206,12 +223,12 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
         raise SpecError(reasons, f"cannot lower {spec.token} to triton for {t} ({kind})")
     rules = GFX950_SPECIAL_RULES if kind == "gfx950_mfma" else generic_rules(spec)
     return Variant(backend=Backend.TRITON, target=t, kind=kind, spec=spec, options=opts, rules=rules,
-                   template_digest=template_digest(spec, kind), version=__version__)
+                   template_digest=template_digest(spec, kind, t), version=__version__)
 
 
 def render_triton(v: Variant) -> str:
     """The kernel module source for one variant (deterministic)."""
-    ctx = dict(_render_inputs(v.spec, v.kind), banner=BANNER, target=str(v.target), variant_id=v.id)
+    ctx = dict(_render_inputs(v.spec, v.kind, v.target), banner=BANNER, target=str(v.target), variant_id=v.id)
     return _env().get_template(TRITON_TEMPLATE).render(**ctx)
 
 
