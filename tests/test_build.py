@@ -109,16 +109,18 @@ def test_list_reads_manifest(capsys):
 
 def test_triton_decode_warps_are_the_decodes_alone():
     """TritonOptions.decode_num_warps launches the decode split kernel only (store and dequant keep num_warps),
-    0 falls back to num_warps, anything else must be a power of two; the sm90 override gives 3-bit keys 2 decode
-    warps on 16-token tiles and leaves the other targets alone."""
+    0 falls back to num_warps, anything else must be a power of two; the sm90 overrides (applied in table order)
+    give AoS k3v4_nc 2 decode warps on 16-token tiles and SoA 3bit_nc one, and leave the other targets alone."""
     import dataclasses
 
     from tqgen.ir import SpecError, Target
     from tqgen.lower_triton import triton_options
+    aos = triton_options(LayoutSpec.from_preset("k3v4_nc", layout="aos"), Target.SM90)
+    assert (aos.decode_num_warps, aos.block_n, aos.num_warps) == (2, 16, 4)
     spec = LayoutSpec.from_preset("3bit_nc", layout="soa")
     o = triton_options(spec, Target.SM90)
-    assert (o.decode_num_warps, o.block_n, o.num_warps) == (2, 16, 4)
-    assert o.launch_kwargs(Target.SM90, decode=True)["num_warps"] == 2
+    assert (o.decode_num_warps, o.block_n, o.num_warps) == (1, 16, 4)
+    assert o.launch_kwargs(Target.SM90, decode=True)["num_warps"] == 1
     assert o.launch_kwargs(Target.SM90)["num_warps"] == 4
     plain = dataclasses.replace(o, decode_num_warps=0)
     assert plain.launch_kwargs(Target.SM90, decode=True)["num_warps"] == 4

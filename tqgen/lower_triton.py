@@ -124,11 +124,33 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "3bit_nc 3147 / 3162 vs 5274 / 5303 (4 x 32), AoS k3v4_nc 2279 / 2110 vs 2580 / 2591 (4 x 32), "
                    "AoS 3bit_nc 2467 / 2481 vs 4469 / 4477 (8 x 32); head_dim 64 SoA (B=32 L=32K Hq 9 Hk 3) k3v4_nc "
                    "442 vs 521 (4 x 32), 3bit_nc 514 vs 640 (bench/results/h200-2026-12-02-triton-options.md)"),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "fp8_e4m3fn")), (("decode_num_warps", 2),),
-                   "fp8 keys, SoA: 2 warps on 32-token tiles, 1525 / 1492 vs 1683 / 1689 us with 4 (B=32 L=32K / "
-                   "B=128 L=8K); head_dim 64 302 vs 375 us; AoS: no gain (1943 / 1885 vs 1917 / 1925), 4bit_nc SoA "
-                   "at 2 warps keeps a 32-byte stack frame (tqgen.compile_check) for 2-6 % "
-                   "(bench/results/h200-2026-12-02-triton-options.md)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 4)),
+                   (("decode_num_warps", 2), ("block_n", 16)),
+                   "4-bit keys (the inline-PTX decode): 2 warps on 16-token tiles, AoS 2001 / 2002 us vs 2200 / 2208 "
+                   "(4 x 32) and 2166 / 1895 (1 x 16, which keeps a 24-byte stack frame: tqgen.compile_check) at B=32 "
+                   "L=32K / B=128 L=8K (bench/results/h200-2026-12-02-triton-options-session14.md)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
+                   (("decode_num_warps", 1), ("block_n", 16)),
+                   "4-bit keys, SoA: one warp on 16-token tiles, 1348 / 1211 us vs 1388 / 1389 (4 x 32) and 1427 / "
+                   "1434 (2 x 16) (bench/results/h200-2026-12-02-triton-options-session14.md)"),
+    OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"),),
+                   (("decode_num_warps", 2), ("block_n", 16)),
+                   "fp8 keys: 2 warps on 16-token tiles, AoS 1498 / 1506 us vs 1847 / 1854 (4 x 32) and 3016 / 2377 (1 x "
+                   "16) at B=32 L=32K / B=128 L=8K (bench/results/h200-2026-12-02-triton-options-session14.md)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "fp8_e4m3fn")),
+                   (("decode_num_warps", 1), ("block_n", 16)),
+                   "fp8 keys, SoA: one warp on 16-token tiles, 1439 / 1273 us vs 1463 / 1440 (2 x 32), 1432 / 1441 (2 x "
+                   "16), 1566 / 1573 (4 x 32) (bench/results/h200-2026-12-02-triton-options-session14.md; session 12's "
+                   "2 x 32 over 4 x 32: h200-2026-12-02-triton-options.md)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3)),
+                   (("decode_num_warps", 1),),
+                   "3-bit keys, SoA: one warp on 16-token tiles, k3v4_nc 1917 / 1683 us vs 2191 / 2202 (2 x 16), 3bit_nc "
+                   "3040 / 2730 vs 3158 / 3169 (bench/results/h200-2026-12-02-triton-options-session14.md)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
+                   (("decode_num_warps", 1),),
+                   "3bit_nc: one warp on 16-token tiles, AoS 2377 / 1994 us vs 2467 / 2482 (2 x 16); AoS k3v4_nc keeps 2 "
+                   "warps (one keeps an 8-byte stack frame: tqgen.compile_check) "
+                   "(bench/results/h200-2026-12-02-triton-options-session14.md)"),
 )
 
 
@@ -233,7 +255,13 @@ def render_triton(v: Variant) -> str:
 
 
 def layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> dict[str, int]:
-    """The constexpr byte addressing every kernel takes, from derive_layout (never from a template)."""
+    """The constexpr byte addressing every kernel takes, from derive_layout (never from a template). Cached per
+    (spec, heads): launchers call it on every launch (~50 us of Python uncached on the H200 host)."""
+    return dict(_layout_constexprs(spec, num_kv_heads))
+
+
+@lru_cache(maxsize=1024)
+def _layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> tuple[tuple[str, int], ...]:
     page = derive_layout(spec).page(num_kv_heads)
     names = {"k_data": "K", "k_norm": "KN", "v_data": "V", "v_scale": "VS", "v_zero": "VZ"}
     out = {"HK": num_kv_heads, "BLOCK_SIZE": spec.block_size, "BLOCK_BYTES": page.block_bytes}
@@ -246,7 +274,7 @@ def layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> dict[str, int]:
             out |= {f"{p}_OFF": fa.offset, f"{p}_TS": fa.token_stride, f"{p}_HS": fa.head_stride}
         else:  # fp8 keys have no norm: the constexprs exist but are never read
             out |= {f"{p}_OFF": 0, f"{p}_TS": 0, f"{p}_HS": 0}
-    return out
+    return tuple(out.items())
 
 
 def gqa_rows(g: int) -> int:

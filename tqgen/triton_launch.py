@@ -11,6 +11,7 @@ Tensor checks reuse the reference oracle's validators; byte addressing comes fro
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import math
@@ -115,7 +116,8 @@ class TritonKernels:
         H200 at B=32, L=32K), at most one split per tile and 64 (unlike the C++ decode's, no faster past 64
         at B=1: 62 / 63 / 69 us at 64 / 128 / 256 splits, k8v4 SoA L=32K; bench/results/
         h200-2026-12-02-debug-session13.md)."""
-        sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+        sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
+            if device.type == "cuda" else 1
         want = max(1, math.ceil(16 * sms / max(1, batch * num_kv_heads)))
         tiles = max(1, math.ceil(max_seq_len / self.variant.options.block_n))
         return int(min(want, tiles, 64))
@@ -126,10 +128,17 @@ class TritonKernels:
                 "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
 
     def rotate_query(self, query: torch.Tensor, scale: float) -> torch.Tensor:
-        q = query.float() * (scale * LOG2E)
-        if self.spec.rotation is not Rotation.NONE:
-            q = q @ self._device_consts(query.device)["pi"].T  # q_rot = q · Πᵀ
-        return q.to(query.dtype).contiguous()
+        """q · Πᵀ · scale · log2(e) in fp32, rounded once to the query's dtype: one matmul against Πᵀ with the scale
+        folded in (cached per device and scale), or one multiply without a rotation (its fp32 product is
+        rounded once either way)."""
+        s = scale * LOG2E
+        if self.spec.rotation is Rotation.NONE:
+            return (query * s).contiguous()
+        key = ("pi_t", str(query.device), s)
+        pi_t = self._consts.get(key)
+        if pi_t is None:
+            pi_t = self._consts[key] = (self._device_consts(query.device)["pi"].T * s).contiguous()
+        return torch.matmul(query.float(), pi_t).to(query.dtype)
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
@@ -194,6 +203,11 @@ class TritonKernels:
             cache, cache.view(torch.int16), block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
             **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
         return k, v
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def triton_cdiv(a: int, b: int) -> int:
