@@ -220,9 +220,9 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
         ptx_k3=ptx and lloyd and kp.bits == 3 and not (spec.norm_correction and not spec.fold_norm),
         ptx_v4=ptx and vp.bits == 4 and vp.group_bytes == 1,
-        # 3-bit value codes as eight parts: AoS 9-10 % faster, SoA 1-2 % slower (one warp x 16 each; bench/results/
-        # h200-2026-12-02-ab21-triton-v3.md)
-        ptx_v3=ptx and vp.bits == 3 and vp.group_bytes == 3 and vp.group_elements == 8 and spec.layout is Layout.AOS,
+        # 3-bit value codes as eight parts: AoS 9-10 % faster; SoA 1-2 % slower at head_dim 128 but 1.26x faster at
+        # head_dim 64 (bench/results/h200-2026-12-02-ab21-triton-v3.md)
+        ptx_v3=ptx and vp.bits == 3 and vp.group_bytes == 3 and vp.group_elements == 8,
         fp8_cvt=ptx and spec.key_codec is KeyCodec.FP8_E4M3FN and target in (Target.SM89, Target.SM90),
         lut=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids, False) if ptx and lloyd else {},
         lut_sq=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids ** 2, False) if ptx and lloyd else {},
