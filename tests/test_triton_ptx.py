@@ -1,0 +1,219 @@
+"""The Triton decode's inline PTX (NVIDIA renderings only) run on the CPU by a small emulator of the PTX it uses.
+
+The interpreter cannot execute ``tl.inline_asm_elementwise``, so the CPU suite checks the assembly itself: every
+``asm`` block of the rendered sm90 kernels is parsed and executed on numpy words (and.b32, or.b32, shr.b32, shl.b32,
+prmt.b32 in its default mode, mov.b32 into 16-bit halves, cvt.rn.f16x2.e4m3x2) and its outputs compared exactly
+with what the portable code computes for the same inputs: fp16 centroids (and squared centroids) of the spec's
+Lloyd-Max codebook, the bf16 / fp16 ``BIAS + code`` patterns of value codes, exact fp16 values of e4m3fn bytes.
+Exact: every output is a table lookup or a bit pattern, so any difference is a bug. The same kernels run against
+the reference on the H200 (tests/test_triton_gpu.py).
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from tqgen.build import preset_spec_for_target
+from tqgen.codebook import lloyd_max
+from tqgen.ir import LayoutSpec, Target
+from tqgen.lower_triton import make_variant, render_triton
+
+M32 = np.uint64(0xFFFFFFFF)
+
+
+def _asm_blocks(src: str) -> dict[str, list[tuple[str, int]]]:
+    """{helper name: [(asm body, number of outputs), ...]} of every ``_ptx_*`` helper in a rendered kernel."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for m in re.finditer(r"^def (_ptx_\w+)\(.*?(?=^@triton\.jit|^# ----|\Z)", src, re.S | re.M):
+        blocks = re.findall(r'asm="""\{(.*?)\}""".*?constraints="([^"]+)"', m.group(0), re.S)
+        out[m.group(1)] = [(body, c.count("=")) for body, c in blocks]
+    return out
+
+
+def _prmt(a, b, c):
+    """PTX prmt.b32 (default mode): byte i of the result is byte (nibble i of c) & 7 of b:a, or its sign
+    replicated when bit 3 of the nibble is set."""
+    src = [(a >> np.uint64(8 * k)) & np.uint64(0xFF) for k in range(4)] + \
+          [(b >> np.uint64(8 * k)) & np.uint64(0xFF) for k in range(4)]
+    r = np.zeros_like(a)
+    for i in range(4):
+        nib = (c >> np.uint64(4 * i)) & np.uint64(0xF)
+        byte = np.choose((nib & np.uint64(7)).astype(np.int64), src)
+        byte = np.where(nib & np.uint64(8), np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
+        r |= byte << np.uint64(8 * i)
+    return r
+
+
+def _e4m3_to_f16_bits(x):
+    """Exact fp16 bits of e4m3fn bytes (NaN as 0x7e00 with the sign; e4m3fn has no infinities)."""
+    x = x.astype(np.int64)
+    s, e, m = (x >> 7) & 1, (x >> 3) & 0xF, x & 7
+    val = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7.0)) * np.where(s == 1, -1.0, 1.0)
+    bits = val.astype(np.float16).view(np.uint16).astype(np.uint64)
+    return np.where((e == 15) & (m == 7), np.uint64(0x7E00) | (s.astype(np.uint64) << np.uint64(15)), bits)
+
+
+def run_asm(body: str, n_out: int, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Execute one asm block on uint32 words (numpy uint64 arrays, one element a call); $0.. are the outputs."""
+    regs: dict[str, np.ndarray] = {f"${n_out + i}": a.astype(np.uint64) for i, a in enumerate(args)}
+    shape = args[0].shape
+
+    def val(tok: str) -> np.ndarray:
+        tok = tok.strip()
+        if tok in regs:
+            return regs[tok]
+        if re.fullmatch(r"0x[0-9a-fA-F]+|\d+", tok):
+            return np.full(shape, int(tok, 0), dtype=np.uint64)
+        raise AssertionError(f"asm operand {tok!r} read before it is written")
+
+    for line in body.split(";"):
+        line = line.strip()
+        if not line or line.startswith(".reg"):
+            continue
+        op, rest = line.split(None, 1)
+        if op == "mov.b32" and rest.lstrip().startswith("{"):
+            halves, src = re.fullmatch(r"\{\s*(\w+)\s*,\s*(\w+)\s*\}\s*,\s*(\S+)", rest.strip()).groups()[:2], \
+                rest.split(",")[-1]
+            w = val(src)
+            regs[halves[0]], regs[halves[1]] = w & np.uint64(0xFFFF), w >> np.uint64(16)
+            continue
+        ops = [t.strip() for t in rest.split(",")]
+        d, srcs = ops[0], ops[1:]
+        if op == "and.b32":
+            r = val(srcs[0]) & val(srcs[1])
+        elif op == "or.b32":
+            r = val(srcs[0]) | val(srcs[1])
+        elif op == "shr.b32":
+            r = val(srcs[0]) >> val(srcs[1])
+        elif op == "shl.b32":
+            r = (val(srcs[0]) << val(srcs[1])) & M32
+        elif op == "prmt.b32":
+            r = _prmt(val(srcs[0]), val(srcs[1]), val(srcs[2]))
+        elif op == "cvt.rn.f16x2.e4m3x2":
+            h = val(srcs[0])
+            r = _e4m3_to_f16_bits(h & np.uint64(0xFF)) | (_e4m3_to_f16_bits(h >> np.uint64(8)) << np.uint64(16))
+        else:
+            raise AssertionError(f"the emulator does not know {op!r}: extend it with the new instruction")
+        regs[d] = r & M32
+    return [regs[f"${i}"] for i in range(n_out)]
+
+
+def _f16(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32).astype(np.float16).view(np.uint16).astype(np.uint64)
+
+
+def _pair(lo, hi):
+    return lo | (hi << np.uint64(16))
+
+
+def _kernel(preset: str, layout: str) -> tuple[LayoutSpec, dict]:
+    spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
+    return spec, _asm_blocks(render_triton(make_variant(spec, "sm90")))
+
+
+RNG = np.random.default_rng(14)
+# every byte value in every position of a word (the other bytes random), plus random words
+WORDS = np.concatenate([(RNG.integers(0, 2 ** 32, 256, dtype=np.uint64) & ~np.uint64(0xFF << (8 * k)))
+                        | (np.arange(256, dtype=np.uint64) << np.uint64(8 * k)) for k in range(4)]
+                       + [RNG.integers(0, 2 ** 32, 4096, dtype=np.uint64)])
+
+
+def _bytes(w, k):
+    return (w >> np.uint64(8 * k)) & np.uint64(0xFF)
+
+
+@pytest.mark.parametrize("layout", ["soa", "aos"])
+def test_k4_lookups_are_the_codebook(layout):
+    """_ptx_k4 (and AoS's _ptx_k4sq): four bytes of two 4-bit codes -> fp16 centroids (squares) of the low and the
+    high nibbles, two per output register in element order."""
+    spec, blocks = _kernel("4bit_nc", layout)
+    c = lloyd_max(spec.head_dim, spec.key_bits).centroids
+    tables = {"_ptx_k4": _f16(c)} | ({"_ptx_k4sq": _f16(np.float32(c) ** 2)} if layout == "aos" else {})
+    assert set(tables) <= set(blocks) and blocks["_ptx_k4"]
+    for name, t in tables.items():
+        (body, n), = blocks[name]
+        outs = run_asm(body, n, [WORDS])
+        lo = [t[(_bytes(WORDS, k) & np.uint64(15)).astype(np.int64)] for k in range(4)]
+        hi = [t[(_bytes(WORDS, k) >> np.uint64(4)).astype(np.int64)] for k in range(4)]
+        want = [_pair(lo[0], lo[1]), _pair(lo[2], lo[3]), _pair(hi[0], hi[1]), _pair(hi[2], hi[3])]
+        for i, (g, w) in enumerate(zip(outs, want)):
+            np.testing.assert_array_equal(g, w, err_msg=f"{name} output ${i}")
+
+
+def test_k3_lookups_are_the_codebook():
+    """_ptx_k3 (3-bit keys, no norm correction): four int32 codes -> their fp16 centroids, every combination."""
+    spec, blocks = _kernel("k3v4_nc", "soa")
+    t = _f16(lloyd_max(spec.head_dim, spec.key_bits).centroids)
+    codes = np.stack(np.meshgrid(*[np.arange(8, dtype=np.uint64)] * 4, indexing="ij"), -1).reshape(-1, 4)
+    (body, n), = blocks["_ptx_k3"]
+    out = run_asm(body, n, [codes[:, i] for i in range(4)])
+    want = [_pair(t[codes[:, 0].astype(int)], t[codes[:, 1].astype(int)]),
+            _pair(t[codes[:, 2].astype(int)], t[codes[:, 3].astype(int)])]
+    for g, w in zip(out, want):
+        np.testing.assert_array_equal(g, w)
+    assert "_ptx_k3" not in _kernel("k3v4_nc", "aos")[1]  # the norm-corrected AoS keys keep the table gather
+
+
+@pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc"])
+def test_v4_codes_are_biased_patterns(preset):
+    """_ptx_v4: four bytes of two 4-bit value codes -> bf16 0x43cc (128 + c), then fp16 0x64cc (1024 + c), low
+    nibbles then high nibbles; the patterns are the values the portable _codes_biased builds."""
+    _, blocks = _kernel(preset, "soa")
+    for (body, n), magic in zip(blocks["_ptx_v4"], (0x4300, 0x6400)):
+        outs = run_asm(body, n, [WORDS])
+        lo = [np.uint64(magic) | (_bytes(WORDS, k) & np.uint64(15)) for k in range(4)]
+        hi = [np.uint64(magic) | (_bytes(WORDS, k) >> np.uint64(4)) for k in range(4)]
+        want = [_pair(lo[0], lo[1]), _pair(lo[2], lo[3]), _pair(hi[0], hi[1]), _pair(hi[2], hi[3])]
+        for g, w in zip(outs, want):
+            np.testing.assert_array_equal(g, w)
+    assert len(blocks["_ptx_v4"]) == 2
+
+
+@pytest.mark.parametrize("layout", ["soa", "aos"])
+def test_v3_parts_are_biased_patterns(layout):
+    """_ptx_v3: two 24-bit words of eight 3-bit value codes -> part j = code j of each word as BIAS + code (bf16,
+    then fp16), word 0 in the low half."""
+    _, blocks = _kernel("3bit_nc", layout)
+    w = RNG.integers(0, 2 ** 24, (2, 20000), dtype=np.uint64)
+    # word 0 of the first 64 pairs: every (code a at even j, code b at odd j); word 1 the reverse
+    ab = [(a, b) for a in range(8) for b in range(8)]
+    w[0, :64] = [sum((a if j % 2 == 0 else b) << (3 * j) for j in range(8)) for a, b in ab]
+    w[1, :64] = [sum((b if j % 2 == 0 else a) << (3 * j) for j in range(8)) for a, b in ab]
+    for (body, n), magic in zip(blocks["_ptx_v3"], (0x4300, 0x6400)):
+        outs = run_asm(body, n, [w[0], w[1]])
+        assert n == 8
+        for j, g in enumerate(outs):
+            want = _pair(np.uint64(magic) | ((w[0] >> np.uint64(3 * j)) & np.uint64(7)),
+                         np.uint64(magic) | ((w[1] >> np.uint64(3 * j)) & np.uint64(7)))
+            np.testing.assert_array_equal(g, want, err_msg=f"part {j}, magic {magic:#x}")
+
+
+def test_e4m3_pairs_are_exact():
+    """_ptx_e4m3: every pair of e4m3fn bytes -> their exact fp16 values (the emulated cvt decodes by formula; the
+    portable path's tl.float8e4nv -> fp16 cast is exact too)."""
+    spec, blocks = _kernel("k8v4", "soa")
+    (body, n), = blocks["_ptx_e4m3"]
+    w = np.arange(2 ** 16, dtype=np.uint64)
+    w = w | (w[::-1] << np.uint64(16))
+    out = run_asm(body, n, [w])
+    want = [_pair(_e4m3_to_f16_bits(_bytes(w, 0)), _e4m3_to_f16_bits(_bytes(w, 1))),
+            _pair(_e4m3_to_f16_bits(_bytes(w, 2)), _e4m3_to_f16_bits(_bytes(w, 3)))]
+    for g, x in zip(out, want):
+        np.testing.assert_array_equal(g, x)
+    # spot values of the decoder itself: 0x38 = 1.0, 0x7e = 448 (the largest), 0x01 = 2^-9, 0xb8 = -1.0
+    assert [np.uint16(_e4m3_to_f16_bits(np.array([b]))[0]).view(np.float16) for b in (0x38, 0x7E, 0x01, 0xB8)] \
+        == [1.0, 448.0, 2.0 ** -9, -1.0]
+
+
+def test_only_nvidia_renders_ptx():
+    """AMD renderings (and the CPU interpreter's) keep the portable code: no inline assembly at all."""
+    for target in ("gfx942", "gfx950", "cpu"):
+        spec = preset_spec_for_target("4bit_nc", Target.parse(target, "target"), layout="soa")
+        assert "inline_asm_elementwise" not in render_triton(make_variant(spec, target))
+    spec = preset_spec_for_target("4bit_nc", Target.SM80, layout="soa")
+    src = render_triton(make_variant(spec, "sm80"))
+    assert "_ptx_k4(" in src and "_ptx_v4(" in src
+    # sm80 has no e4m3 conversion instruction: its fp8 keys keep Triton's cast
+    assert "_ptx_e4m3" not in render_triton(make_variant(preset_spec_for_target("k8v4", Target.SM80, layout="soa"),
+                                                         "sm80"))
