@@ -196,6 +196,18 @@ def test_list_runs_nothing(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+def test_head_dim_selects_shapes(tmp_path, capsys):
+    """--head-dim keeps the suite's shapes of that head_dim only (and is in the recorded command); a head_dim the suite
+    does not have is refused with the ones it has."""
+    assert main(["bench", "--suite", "full", "--op", "dequant", "--preset", "4bit_nc", "--layout", "soa",
+                 "--backend", "cuda", "--head-dim", "64", "--list", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "D64" in out and "D128" not in out and "= 20 case(s)" in out
+    assert main(["bench", "--suite", "full", "--head-dim", "96", "--list", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "head_dim=96" in err and "one of 64, 128" in err and "leave --head-dim out" in err
+
+
 def _row(op, preset, pct, vs=None, b=None, l=None, heads=MAIN, n=None, t=100.0, sdpa=None, status="ok", layout="soa"):
     hq, hk, d = heads
     return dict(op=op, backend="triton", preset=preset, layout=layout, B=b, L=l, N=n, Hq=hq, Hk=hk, D=d,

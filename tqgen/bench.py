@@ -936,9 +936,10 @@ def _validate(a: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], 
 
 def _command_line(a: argparse.Namespace) -> str:
     parts = ["tqgen", "bench", "--suite", a.suite]
-    for flag, vals in (("--op", a.op), ("--preset", a.preset), ("--layout", a.layout), ("--backend", a.backend)):
+    for flag, vals in (("--op", a.op), ("--preset", a.preset), ("--layout", a.layout), ("--head-dim", a.head_dim),
+                       ("--backend", a.backend)):
         for v in vals or []:
-            parts += [flag, v]
+            parts += [flag, str(v)]
     for flag, v in (("--out", a.out), ("--tag", a.tag), ("--reps", a.reps), ("--warmup", a.warmup),
                     ("--max-memory-gib", a.max_memory_gib), ("--budget-s", a.budget_s), ("--device", a.device)):
         if v is not None:
@@ -960,6 +961,13 @@ def run(a: argparse.Namespace) -> dict:
     ops = tuple(dict.fromkeys(a.op)) if a.op else OPS
     import tqgen_runtime as tqr
     shapes = [s for s in suite_shapes(a.suite, tqr.PREFILL_DECODE_MAX_TOKENS) if s.op in ops]
+    if a.head_dim:
+        have = sorted({s.d for s in shapes})
+        bad = [d for d in dict.fromkeys(a.head_dim) if d not in have]
+        if bad:
+            raise SpecError([Reason("head_dim", d, have, f"the {a.suite} suite's {'/'.join(ops)} shapes have these; "
+                                    "leave --head-dim out for all of them") for d in bad], "no such shapes")
+        shapes = [s for s in shapes if s.d in a.head_dim]
     o = Options(suite=a.suite, ops=ops, presets=presets, layouts=layouts, backends=backends, out=Path(a.out),
                 tag=a.tag, reps=a.reps, warmup=a.warmup, sets=a.sets, l2=a.l2, plot=not a.no_plot,
                 max_memory_gib=a.max_memory_gib, budget_s=a.budget_s, block_size=a.block_size, check=not a.no_check,
@@ -1322,6 +1330,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable; default: the suite's)")
     p.add_argument("--preset", action="append", help=f"repeatable; default all: {', '.join(PRESETS)}")
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")
+    p.add_argument("--head-dim", action="append", type=int,
+                   help="only the suite's shapes with this head_dim (repeatable; the suites have 64 and 128)")
     p.add_argument("--backend", action="append",
                    help=f"repeatable: {', '.join(BACKEND_NAMES)} (default: every backend of this device's chain, "
                         "e.g. cuda and triton on NVIDIA; one that cannot load gives 'unavailable' rows)")
