@@ -1,0 +1,73 @@
+"""SASS of the Triton decode's tile loop on the CPU (debug): compiles one sm_90 Triton decode variant as
+tqgen.compile_check does (no GPU) and counts the instructions of its loop per warp and per 16 tokens, with the
+registers and the stack frame, so a template or option change can be read before any device time.
+
+    python bench/dbg/triton_sass.py 4bit_nc soa                         # the variant's own options
+    python bench/dbg/triton_sass.py k8v4 aos decode_num_warps=2 block_n=16
+    HEAD_DIM=64 python bench/dbg/triton_sass.py 3bit_nc soa --mix       # + the opcode mix
+
+Needs cuobjdump and nvdisasm (tqgen.sass). Session 14's counts: bench/results/h200-2026-12-02-ab20-triton-ptx.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tqgen import compile_check, sass  # noqa: E402
+from tqgen.build import preset_spec_for_target  # noqa: E402
+from tqgen.ir import Target  # noqa: E402
+from tqgen.lower_triton import make_variant, render_triton, triton_options  # noqa: E402
+from tqgen.triton_launch import import_kernel_module  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("preset")
+    ap.add_argument("layout", nargs="?", default="soa")
+    ap.add_argument("options", nargs="*", help="TritonOptions overrides, field=value (ints)")
+    ap.add_argument("--mix", action="store_true", help="print the loop's opcode mix")
+    a = ap.parse_args(argv)
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    hd = int(os.environ.get("HEAD_DIM", "128"))
+    spec = dataclasses.replace(preset_spec_for_target(a.preset, Target.SM90, layout=a.layout), head_dim=hd)
+    changes = {k: int(v) for k, v in (o.split("=", 1) for o in a.options)}
+    v = make_variant(spec, Target.SM90, options=dataclasses.replace(triton_options(spec, Target.SM90), **changes))
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / v.id / "kernel.py"
+        p.parent.mkdir()
+        p.write_text(render_triton(v))
+        fn = import_kernel_module(p).tq_decode_split
+        sig, consts = compile_check.kernel_signatures(v)["tq_decode_split"]
+        attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
+        opts = v.options.launch_kwargs(v.target, decode=True)
+        ck = triton.compile(ASTSource(fn, dict(sig) | {k: "constexpr" for k in consts}, constexprs=consts, attrs=attrs),
+                            target=GPUTarget("cuda", 90, 32), options=opts)
+        cubin = Path(tmp) / "k.cubin"
+        cubin.write_bytes(ck.asm["cubin"])
+        regs, spill, stack, _ = compile_check._cubin_report(ck.asm["cubin"])
+        ins = sass.disassemble(cubin, "tq_decode_split")
+    lo, hi = sass.tile_loop(ins)
+    loop = [op for addr, op, _ in ins if lo <= addr <= hi and not op.startswith("NOP")]
+    warps, bn = opts["num_warps"], v.options.block_n
+    print(f"{a.preset} {a.layout} D{hd} {warps} warp(s) x {bn} tokens: {regs} registers, {spill} B spilled, {stack} B "
+          f"stack; loop {len(loop)} instructions a warp a tile = {len(loop) * warps * 16 / bn:.0f} warp instructions "
+          f"per 16 tokens")
+    if a.mix:
+        mix = collections.Counter(op.split(".")[0] for op in loop)
+        print("  " + ", ".join(f"{k} {n}" for k, n in mix.most_common(24)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
