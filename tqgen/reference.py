@@ -294,16 +294,25 @@ def _check_tables(spec, cache, block_table, seq_lens) -> None:
     b = block_table.shape[0]
     if not isinstance(seq_lens, torch.Tensor) or seq_lens.shape != (b,) or seq_lens.dtype not in (torch.int32, torch.int64):
         raise _fail("seq_lens", _describe(seq_lens), f"int32 [{b}]", "One length per sequence.")
-    if b and int(seq_lens.min()) < 0:
-        raise _fail("seq_lens", f"min {int(seq_lens.min())}", "values ≥ 0", "")
+    if not b:
+        return
+    # every value check on the tables' device, read back at once (one host sync a call, not two a sequence)
+    lens = seq_lens.to(torch.int64)
+    bt = block_table.to(torch.int64)
+    used = torch.arange(bt.shape[1], device=bt.device)[None, :] < (-(-lens.to(bt.device) // spec.block_size))[:, None]
+    bad_row = (used & ((bt < 0) | (bt >= cache.shape[0]))).any(dim=1)
+    mn, mx, any_bad, first_bad = torch.stack([lens.min(), lens.max(), bad_row.any().to(torch.int64).to(lens.device),
+                                              bad_row.to(torch.int64).argmax().to(lens.device)]).tolist()
+    if mn < 0:
+        raise _fail("seq_lens", f"min {mn}", "values ≥ 0", "")
     cap = block_table.shape[1] * spec.block_size
-    if b and int(seq_lens.max()) > cap:
-        raise _fail("seq_lens", f"max {int(seq_lens.max())}", f"≤ max_blocks·block_size = {cap}", "Widen the block table.")
-    for i in range(b):
+    if mx > cap:
+        raise _fail("seq_lens", f"max {mx}", f"≤ max_blocks·block_size = {cap}", "Widen the block table.")
+    if any_bad:
+        i = first_bad
         nb = -(-int(seq_lens[i]) // spec.block_size)
-        if nb and (int(block_table[i, :nb].min()) < 0 or int(block_table[i, :nb].max()) >= cache.shape[0]):
-            raise _fail(f"block_table[{i}]", f"entries {block_table[i, :nb].tolist()}", f"0..{cache.shape[0] - 1}",
-                        "Every block a sequence uses must exist in the cache.")
+        raise _fail(f"block_table[{i}]", f"entries {block_table[i, :nb].tolist()}", f"0..{cache.shape[0] - 1}",
+                    "Every block a sequence uses must exist in the cache.")
 
 
 def _gather_seq(spec, bl, cache, block_table, seq_lens, i, *, rotated=False):
