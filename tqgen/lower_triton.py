@@ -225,8 +225,9 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         ptx_v3=ptx and vp.bits == 3 and vp.group_bytes == 3 and vp.group_elements == 8,
         fp8_cvt=ptx and spec.key_codec is KeyCodec.FP8_E4M3FN and target in (Target.SM89, Target.SM90),
         lut=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids, False) if ptx and lloyd else {},
-        lut_sq=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids ** 2, False) if ptx and lloyd else {},
         renorm=lloyd and spec.norm_correction and not spec.fold_norm,
+        lut_sq=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids ** 2, False)
+        if ptx and lloyd and spec.norm_correction and not spec.fold_norm else {},
         spec=spec, special=kind == "gfx950_mfma", key_fp8=spec.key_codec.is_fp8,
         fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
         triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
@@ -259,7 +260,8 @@ def render_triton(v: Variant) -> str:
 
 def layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> dict[str, int]:
     """The constexpr byte addressing every kernel takes, from derive_layout (never from a template). Cached per
-    (spec, heads): launchers call it on every launch (~50 us of Python uncached on the H200 host)."""
+    (spec, heads): launchers call it on every launch (a quarter of a Triton decode call's Python under cProfile on
+    the H200 host before the cache; bench/dbg/triton_host.py)."""
     return dict(_layout_constexprs(spec, num_kv_heads))
 
 
