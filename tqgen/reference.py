@@ -262,7 +262,7 @@ def check_store_args(spec: LayoutSpec, key, value, cache, slot_mapping) -> None:
             raise _fail("device", f"{t.device} vs cache on {cache.device}", "one device", "Move tensors with .to(cache.device).")
     limit = cache.shape[0] * spec.block_size
     if n:
-        lo, hi = int(slot_mapping.min()), int(slot_mapping.max())
+        lo, hi = torch.stack([slot_mapping.min(), slot_mapping.max()]).tolist()  # one host read
         if lo < -1 or hi >= limit:
             raise _fail("slot_mapping", f"values in [{lo}, {hi}]", f"-1 (skip) or 0..{limit - 1} (num_blocks·block_size - 1)",
                         "Check the block allocation.")
