@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tqgen import LayoutSpec
+from tqgen.ir import Rotation
 from tqgen import reference as ref
 from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
 from tqgen.triton_launch import load_triton
@@ -133,3 +134,23 @@ def test_store_rejects_bad_input():
         kern.store(k, k, cache, torch.tensor([0, 1, 99], dtype=torch.int32))
     with pytest.raises(ValueError, match="key"):
         kern.store(k.float(), k, cache, torch.tensor([0, 1, 2], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("preset,dtype", [("4bit_nc", torch.bfloat16), ("4bit_nc", torch.float16),
+                                          ("k8v4", torch.bfloat16)])
+def test_rotate_query_folds_the_scale(preset, dtype):
+    """The decode's query prologue, q · Πᵀ · scale · log2(e) in fp32 rounded once to the query's dtype: the
+    launcher folds the scale into a cached Πᵀ (one matmul; one multiply without a rotation). Against the unfused
+    formula: equal up to fp32 summation order, so at most one unit in the last place of the output dtype."""
+    spec = LayoutSpec.from_preset(preset, layout="soa")
+    kern = load_triton(spec, "cpu")
+    q = torch.randn(3, 8, spec.head_dim, generator=torch.Generator().manual_seed(2)).to(dtype) * 3
+    scale = 0.0883883
+    want = q.float() * (scale * 1.4426950408889634)
+    if spec.rotation is not Rotation.NONE:
+        want = want @ ref.rotation(spec, torch.device("cpu")).T
+    got = kern.rotate_query(q, scale)
+    assert got.dtype == dtype and got.is_contiguous()
+    ulp = torch.finfo(dtype).eps * want.abs().clamp_min(torch.finfo(dtype).tiny)
+    assert ((got.float() - want.to(dtype).float()).abs() <= ulp * 1.01).all()
+    assert torch.equal(kern.rotate_query(q, scale), got)  # the cached scaled table gives the same bits
