@@ -1,6 +1,7 @@
 """Compile generated Triton variants for a GPU target without a GPU (one target per process).
 
     python -m tqgen.compile_check --target sm90 [--json out.json]
+    python -m tqgen.compile_check --target sm90 --head-dim 256 --kernel tq_decode_split   # other head dims
 
 For every variant of that target in the default matrix, compiles store, decode (split, merge) and
 dequant with ``triton.compile(ASTSource(...), target=GPUTarget(...))`` and reports registers,
@@ -32,6 +33,7 @@ GPU_TARGETS = {
     Target.GFX950: ("hip", "gfx950", 64),
 }
 EXAMPLE_HK, EXAMPLE_GQA, EXAMPLE_SPLITS = 8, 4, 16
+KERNELS = ("tq_store", "tq_decode_split", "tq_decode_merge", "tq_dequant")
 
 
 @dataclass
@@ -87,7 +89,7 @@ def _cubin_report(cubin: bytes) -> tuple[int | None, int | None, int | None, str
     return as_int(regs), as_int(local), as_int(stack), text
 
 
-def compile_variant(v: Variant, module) -> list[KernelReport]:
+def compile_variant(v: Variant, module, kernels: tuple[str, ...] | None = None) -> list[KernelReport]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -96,6 +98,8 @@ def compile_variant(v: Variant, module) -> list[KernelReport]:
     gpu = GPUTarget(backend, arch, warp)
     out = []
     for name, (sig, consts) in kernel_signatures(v).items():
+        if kernels and name not in kernels:
+            continue
         fn = getattr(module, name)
         full_sig = dict(sig) | {k: "constexpr" for k in consts}
         ptr_attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
@@ -130,19 +134,27 @@ def compile_variant(v: Variant, module) -> list[KernelReport]:
     return out
 
 
-def check_target(target: Target, variants: list[Variant] | None = None) -> list[KernelReport]:
+def check_target(target: Target, variants: list[Variant] | None = None, head_dim: int | None = None,
+                 kernels: tuple[str, ...] | None = None) -> list[KernelReport]:
+    """Compile every default-matrix Triton variant of ``target`` (or ``variants``); ``head_dim``: the same specs at
+    that head_dim (re-lowered with their own options); ``kernels``: only these kernels."""
+    import dataclasses
+
     from .build import default_matrix, render_files
+    from .lower_triton import make_variant
     from .triton_launch import import_kernel_module
 
     if variants is None:
         variants = [v for v in default_matrix()[0] if v.target is target and str(v.backend) == "triton"]
+    if head_dim is not None:
+        variants = [make_variant(dataclasses.replace(v.spec, head_dim=head_dim), v.target, v.kind) for v in variants]
     reports = []
     with tempfile.TemporaryDirectory() as d:
         for v in variants:
             p = Path(d) / v.id / "kernel.py"
             p.parent.mkdir(parents=True)
             p.write_text(render_files(v)["kernel.py"])
-            reports += compile_variant(v, import_kernel_module(p))
+            reports += compile_variant(v, import_kernel_module(p), kernels)
     return reports
 
 
@@ -150,12 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", required=True)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--head-dim", type=int, default=None,
+                    help="the default matrix's specs at this head_dim instead (each with its own options)")
+    ap.add_argument("--kernel", action="append", choices=KERNELS, help="only these kernels (repeatable)")
     a = ap.parse_args(argv)
     target = Target.parse(a.target, "target")
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("unset TRITON_INTERPRET to compile", file=sys.stderr)
         return 2
-    reports = check_target(target)
+    reports = check_target(target, head_dim=a.head_dim, kernels=tuple(a.kernel) if a.kernel else None)
     bad = [r for r in reports if not r.ok]
     for r in reports:
         status = "ok " if r.ok else "BAD"

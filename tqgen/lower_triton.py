@@ -151,6 +151,16 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "3bit_nc: one warp on 16-token tiles, AoS 2377 / 1994 us vs 2467 / 2482 (2 x 16); AoS k3v4_nc keeps 2 "
                    "warps (one keeps an 8-byte stack frame: tqgen.compile_check) "
                    "(bench/results/h200-2026-12-02-triton-options-session14.md)"),
+    # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
+    OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
+                   "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "
+                   "preset but AoS k3v4_nc (CPU compile, tqgen.compile_check / bench/dbg/triton_sass.py: one warp x 16 "
+                   "spilled 224-1752 bytes, 2 x 16 up to 16); fewest instructions per token of the clean ones; not "
+                   "timed on a GPU"),
+    OptionOverride(Target.SM90, (("head_dim", 256), ("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 3),
+                                 ("value_bits", 4)), (("decode_num_warps", 8),),
+                   "head_dim 256, AoS k3v4_nc: 8 warps on 32-token tiles (4 x 32 keeps an 8-byte stack frame; 8 x 32 "
+                   "3644 SASS instructions per 16 tokens vs 3728 at 4 x 16; CPU compile); not timed on a GPU"),
 )
 
 
@@ -215,7 +225,8 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     lloyd = not spec.key_codec.is_fp8
     return dict(
         ptx=ptx,
-        ptx_k4=ptx and lloyd and kp.bits == 4 and kp.group_bytes == 1,
+        # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
+        ptx_k4=ptx and lloyd and kp.bits == 4 and kp.group_bytes == 1 and spec.head_dim >= 32,
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
         ptx_k3=ptx and lloyd and kp.bits == 3 and not (spec.norm_correction and not spec.fold_norm),
