@@ -290,6 +290,12 @@ class LayoutSpec:
 
     # ------------------------------------------------------------ naming
     @property
+    def renorm_at_decode(self) -> bool:
+        """Whether decode divides each Lloyd-Max key's centroids by ‖c[idx]‖ itself (norm correction not folded into
+        the stored norm at store time; fp8 keys have none)."""
+        return self.key_codec is KeyCodec.LLOYD_MAX and self.norm_correction and not self.fold_norm
+
+    @property
     def preset_name(self) -> str | None:
         """The preset this spec equals in its quantizer fields, if any."""
         for p in PRESETS.values():

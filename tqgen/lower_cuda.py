@@ -863,7 +863,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         ctx, spec=spec, target=str(target), kind=kind, kd=bl.kd, vd=bl.vd,
         kbits=kbits, key_fp8=spec.key_codec.is_fp8,
         key_fp8_kind=0 if fp8 is None else list(FP8_FORMATS).index(spec.key_codec) + 1, fp8=fp8,
-        renorm=spec.norm_correction and not spec.fold_norm and not spec.key_codec.is_fp8,
+        renorm=spec.renorm_at_decode,
         rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
         inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec),
         async_copy=options.stages >= 2 and (lines is not None or _thread_copies(spec, platform)),

@@ -223,22 +223,22 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     # portable code
     ptx = target.info.vendor is Vendor.NVIDIA and kind == "generic"
     lloyd = not spec.key_codec.is_fp8
+    cb = lloyd_max(spec.head_dim, spec.key_bits) if ptx and lloyd else None
     return dict(
         ptx=ptx,
         # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
         ptx_k4=ptx and lloyd and kp.bits == 4 and kp.group_bytes == 1 and spec.head_dim >= 32,
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
-        ptx_k3=ptx and lloyd and kp.bits == 3 and not (spec.norm_correction and not spec.fold_norm),
+        ptx_k3=ptx and lloyd and kp.bits == 3 and not spec.renorm_at_decode,
         ptx_v4=ptx and vp.bits == 4 and vp.group_bytes == 1,
         # 3-bit value codes as eight parts: AoS 9-10 % faster; SoA 1-2 % slower at head_dim 128 but 1.26x faster at
         # head_dim 64 (bench/results/h200-2026-12-02-ab21-triton-v3.md)
         ptx_v3=ptx and vp.bits == 3 and vp.group_bytes == 3 and vp.group_elements == 8,
         fp8_cvt=ptx and spec.key_codec is KeyCodec.FP8_E4M3FN and target in (Target.SM89, Target.SM90),
-        lut=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids, False) if ptx and lloyd else {},
-        renorm=lloyd and spec.norm_correction and not spec.fold_norm,
-        lut_sq=lut_words(lloyd_max(spec.head_dim, spec.key_bits).centroids ** 2, False)
-        if ptx and lloyd and spec.norm_correction and not spec.fold_norm else {},
+        lut=lut_words(cb.centroids, False) if cb else {},
+        renorm=spec.renorm_at_decode,
+        lut_sq=lut_words(cb.centroids ** 2, False) if cb and spec.renorm_at_decode else {},
         spec=spec, special=kind == "gfx950_mfma", key_fp8=spec.key_codec.is_fp8,
         fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
         triton_fp8=TRITON_FP8.get(spec.key_codec, ""),

@@ -166,7 +166,7 @@ def decode_keys(spec: LayoutSpec, f: dict[str, torch.Tensor], *, rotated: bool =
         return k if rotated or spec.rotation is Rotation.NONE else k @ rotation(spec, k.device)
     c, _ = _codebook(spec, f["k_data"].device)
     cv = c[unpack_bits(f["k_data"], spec.key_bits, spec.head_dim)]
-    if spec.norm_correction and not spec.fold_norm:
+    if spec.renorm_at_decode:
         cv = cv / torch.sqrt((cv * cv).sum(-1, keepdim=True) + CNORM_EPS)
     k_rot = f["k_norm"].float()[:, None] * cv
     return k_rot if rotated else k_rot @ rotation(spec, k_rot.device)
