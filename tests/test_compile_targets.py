@@ -16,15 +16,21 @@ from tqgen.compile_check import GPU_TARGETS
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("target", [str(t) for t in GPU_TARGETS])
-def test_compiles_without_spills(target, tmp_path):
+def compile_check(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """``python -m tqgen.compile_check ARGS`` in its own process (no interpreter, its own Triton cache): the run and
+    its JSON report."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
     out = tmp_path / "report.json"
-    r = subprocess.run([sys.executable, "-m", "tqgen.compile_check", "--target", target, "--json", str(out)],
+    r = subprocess.run([sys.executable, "-m", "tqgen.compile_check", *args, "--json", str(out)],
                        capture_output=True, text=True, env=env, timeout=1800)
     assert out.exists(), r.stdout[-2000:] + r.stderr[-3000:]
-    reports = json.loads(out.read_text())
+    return r, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("target", [str(t) for t in GPU_TARGETS])
+def test_compiles_without_spills(target, tmp_path):
+    r, reports = compile_check(tmp_path, "--target", target)
     assert reports, "no kernels compiled"
     bad = [f"{x['kernel']} {x['variant']}: spills={x['spills']} scratch={x['scratch']} {x['error']}"
            for x in reports if not x["ok"]]
@@ -39,14 +45,7 @@ def test_sm90_decode_at_the_edge_head_dims(head_dim, tmp_path):
     """The sm90 Triton decode at head_dim 16 and 256 (the Triton-only sizes): compiles for every preset x layout (at
     16 the 4-bit keys' split query halves would be dots of K = 8 < 16: they keep the gather) without spills or a
     stack frame (at 256 the one- and two-warp tiles of D <= 128 spilled up to 1.7 KB: a head_dim-256 override)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
-    out = tmp_path / "report.json"
-    r = subprocess.run([sys.executable, "-m", "tqgen.compile_check", "--target", "sm90", "--head-dim", str(head_dim),
-                        "--kernel", "tq_decode_split", "--json", str(out)],
-                       capture_output=True, text=True, env=env, timeout=1800)
-    assert out.exists(), r.stdout[-2000:] + r.stderr[-3000:]
-    reports = json.loads(out.read_text())
+    r, reports = compile_check(tmp_path, "--target", "sm90", "--head-dim", str(head_dim), "--kernel", "tq_decode_split")
     assert len(reports) == 8 and all(x["kernel"] == "tq_decode_split" for x in reports)
     assert all(f"-d{head_dim}-" in x["variant"] for x in reports)
     bad = [f"{x['variant']}: spills={x['spills']} scratch={x['scratch']} {x['error']}" for x in reports if not x["ok"]]
