@@ -359,23 +359,28 @@ def test_bad_decode_input_raises_a_clear_value_error():
 def test_table_checks_read_the_device_once(monkeypatch):
     """The seq_lens / block-table value checks of every decode and dequant call read back to the host once, however
     many sequences (each read is a device sync on a GPU: they were two per sequence), and still name the first bad
-    sequence."""
+    sequence; a negative or too long seq_len is named too."""
     spec = LayoutSpec.from_preset("4bit_nc", head_dim=64)
     b, nblk = 64, 4
     cache = ref.allocate(spec, b * nblk, 2, "cpu")
     bt = torch.arange(b * nblk, dtype=torch.int32).view(b, nblk)
     lens = torch.full((b,), 3 * spec.block_size, dtype=torch.int32)
     reads = []
-    for name in ("tolist", "item", "__int__", "__bool__", "__index__"):
+    for name in ("tolist", "item", "__int__", "__bool__", "__index__", "cpu", "numpy"):
         orig = getattr(torch.Tensor, name)
         monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=orig, _n=name: reads.append(_n) or _o(self, *a))
     ref._check_tables(spec, cache, bt, lens)
-    assert len(reads) == 1, reads
+    assert reads == ["cpu", "numpy"], reads  # one read back: a copy to the host, viewed as an array
     bad = bt.clone()
     bad[37, 2] = b * nblk  # past the cache, inside sequence 37's three blocks
     bad[50, 3] = -1  # outside every sequence's blocks: ignored
     with pytest.raises(ValueError, match=r"block_table\[37\]: got entries \[148, 149, 256\]"):
         ref._check_tables(spec, cache, bad, lens)
+    for i, n, what in ((5, -1, "min -1"), (9, nblk * spec.block_size + 1, f"max {nblk * spec.block_size + 1}")):
+        wrong = lens.clone()
+        wrong[i] = n
+        with pytest.raises(ValueError, match=f"seq_lens: got {what}"):
+            ref._check_tables(spec, cache, bt, wrong)
 
 
 def test_e4b15_matches_tritons_gpu_conversion():

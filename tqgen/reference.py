@@ -28,6 +28,7 @@ cache: it is the oracle, not a fast path.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from typing import TYPE_CHECKING
@@ -296,23 +297,32 @@ def _check_tables(spec, cache, block_table, seq_lens) -> None:
         raise _fail("seq_lens", _describe(seq_lens), f"int32 [{b}]", "One length per sequence.")
     if not b:
         return
-    # every value check on the tables' device, read back at once (one host sync a call, not two a sequence)
-    lens = seq_lens.to(torch.int64)
-    bt = block_table.to(torch.int64)
-    used = torch.arange(bt.shape[1], device=bt.device)[None, :] < (-(-lens.to(bt.device) // spec.block_size))[:, None]
-    bad_row = (used & ((bt < 0) | (bt >= cache.shape[0]))).any(dim=1)
-    mn, mx, any_bad, first_bad = torch.stack([lens.min(), lens.max(), bad_row.any().to(torch.int64).to(lens.device),
-                                              bad_row.to(torch.int64).argmax().to(lens.device)]).tolist()
+    # every value check on the tables' device, read back at once: one host sync a call (not two a sequence) and
+    # few small kernels (each costs host time, and the GPU idles behind the sync while they run): seq_lens and
+    # a flag per sequence (a block it uses lies outside the cache), side by side
+    dev = block_table.device
+    lens = seq_lens if seq_lens.device == dev else seq_lens.to(dev)
+    nblk = (lens + (spec.block_size - 1)) // spec.block_size
+    used = _col_index(block_table.shape[1], dev) < nblk[:, None]
+    bad_row = ((block_table.clamp(0, cache.shape[0] - 1) != block_table) & used).any(dim=1)
+    host = torch.stack([lens.to(torch.int64), bad_row.to(torch.int64)]).cpu().numpy()
+    mn, mx = int(host[0].min()), int(host[0].max())
     if mn < 0:
         raise _fail("seq_lens", f"min {mn}", "values ≥ 0", "")
     cap = block_table.shape[1] * spec.block_size
     if mx > cap:
         raise _fail("seq_lens", f"max {mx}", f"≤ max_blocks·block_size = {cap}", "Widen the block table.")
-    if any_bad:
-        i = first_bad
-        nb = -(-int(seq_lens[i]) // spec.block_size)
+    if host[1].any():
+        i = int(host[1].argmax())
+        nb = -(-int(host[0][i]) // spec.block_size)
         raise _fail(f"block_table[{i}]", f"entries {block_table[i, :nb].tolist()}", f"0..{cache.shape[0] - 1}",
                     "Every block a sequence uses must exist in the cache.")
+
+
+@functools.lru_cache(maxsize=32)
+def _col_index(n: int, device: torch.device) -> torch.Tensor:
+    """0 .. n-1 on ``device`` (the block-table check's column index, made once per width)."""
+    return torch.arange(n, device=device)
 
 
 def _gather_seq(spec, bl, cache, block_table, seq_lens, i, *, rotated=False):
