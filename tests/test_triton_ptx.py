@@ -107,8 +107,8 @@ def _pair(lo, hi):
     return lo | (hi << np.uint64(16))
 
 
-def _kernel(preset: str, layout: str) -> tuple[LayoutSpec, dict]:
-    spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
+def _kernel(preset: str, layout: str, head_dim: int = 128) -> tuple[LayoutSpec, dict]:
+    spec = preset_spec_for_target(preset, Target.SM90, layout=layout, head_dim=head_dim)
     return spec, _asm_blocks(render_triton(make_variant(spec, "sm90")))
 
 
@@ -126,8 +126,9 @@ def _bytes(w, k):
 @pytest.mark.parametrize("layout", ["soa", "aos"])
 def test_k4_lookups_are_the_codebook(layout):
     """_ptx_k4 (and AoS's _ptx_k4sq): four bytes of two 4-bit codes -> fp16 centroids (squares) of the low and the
-    high nibbles, two per output register in element order."""
-    spec, blocks = _kernel("4bit_nc", layout)
+    high nibbles, two per output register in element order (SoA at head_dim 64: its words would meet the query in
+    dots of 64 / 8 < 16)."""
+    spec, blocks = _kernel("4bit_nc", layout, 64 if layout == "soa" else 128)
     c = lloyd_max(spec.head_dim, spec.key_bits).centroids
     tables = {"_ptx_k4": _f16(c)} | ({"_ptx_k4sq": _f16(np.float32(c) ** 2)} if layout == "aos" else {})
     assert set(tables) <= set(blocks) and blocks["_ptx_k4"]
@@ -155,11 +156,46 @@ def test_k3_lookups_are_the_codebook():
     assert "_ptx_k3" not in _kernel("k3v4_nc", "aos")[1]  # the norm-corrected AoS keys keep the table gather
 
 
+def _nibble(w, j):
+    return (w >> np.uint64(4 * j)) & np.uint64(15)
+
+
+def test_k4_words_are_the_codebook():
+    """_ptx_k4w (SoA 4-bit keys at head_dim 128: int32 words): two words of eight 4-bit codes -> part j = the fp16
+    centroid of code j (head dim 8i + j) of each word, word 0 in the low half."""
+    spec, blocks = _kernel("4bit_nc", "soa")
+    t = _f16(lloyd_max(spec.head_dim, spec.key_bits).centroids)
+    assert "_ptx_k4" not in blocks and "_ptx_v4" not in blocks  # the byte helpers are not rendered beside them
+    (body, n), = blocks["_ptx_k4w"]
+    a, b = WORDS, np.roll(WORDS[::-1], 7)
+    outs = run_asm(body, n, [a, b])
+    assert n == 8
+    for j, g in enumerate(outs):
+        want = _pair(t[_nibble(a, j).astype(np.int64)], t[_nibble(b, j).astype(np.int64)])
+        np.testing.assert_array_equal(g, want, err_msg=f"part {j}")
+
+
+@pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc"])
+def test_v4_words_are_biased_patterns(preset):
+    """_ptx_v4w (SoA 4-bit values at head_dim 128): two words of eight 4-bit codes -> part j = code j of each word
+    as bf16 0x43cc (128 + c), then fp16 0x64cc (1024 + c), word 0 in the low half."""
+    _, blocks = _kernel(preset, "soa")
+    a, b = WORDS, np.roll(WORDS[::-1], 7)
+    for (body, n), magic in zip(blocks["_ptx_v4w"], (0x4300, 0x6400)):
+        outs = run_asm(body, n, [a, b])
+        assert n == 8
+        for j, g in enumerate(outs):
+            want = _pair(np.uint64(magic) | _nibble(a, j), np.uint64(magic) | _nibble(b, j))
+            np.testing.assert_array_equal(g, want, err_msg=f"part {j}, magic {magic:#x}")
+    assert len(blocks["_ptx_v4w"]) == 2
+
+
 @pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc"])
 def test_v4_codes_are_biased_patterns(preset):
-    """_ptx_v4: four bytes of two 4-bit value codes -> bf16 0x43cc (128 + c), then fp16 0x64cc (1024 + c), low
-    nibbles then high nibbles; the patterns are the values the portable _codes_biased builds."""
-    _, blocks = _kernel(preset, "soa")
+    """_ptx_v4 (AoS; SoA at head_dim 64): four bytes of two 4-bit value codes -> bf16 0x43cc (128 + c), then fp16
+    0x64cc (1024 + c), low nibbles then high nibbles; the patterns are the values the portable _codes_biased
+    builds."""
+    _, blocks = _kernel(preset, "aos")
     for (body, n), magic in zip(blocks["_ptx_v4"], (0x4300, 0x6400)):
         outs = run_asm(body, n, [WORDS])
         lo = [np.uint64(magic) | (_bytes(WORDS, k) & np.uint64(15)) for k in range(4)]
@@ -213,7 +249,7 @@ def test_only_nvidia_renders_ptx():
         assert "inline_asm_elementwise" not in render_triton(make_variant(spec, target))
     spec = preset_spec_for_target("4bit_nc", Target.SM80, layout="soa")
     src = render_triton(make_variant(spec, "sm80"))
-    assert "_ptx_k4(" in src and "_ptx_v4(" in src
+    assert "_ptx_k4w(" in src and "_ptx_v4w(" in src
     # sm80 has no e4m3 conversion instruction: its fp8 keys keep Triton's cast
     assert "_ptx_e4m3" not in render_triton(make_variant(preset_spec_for_target("k8v4", Target.SM80, layout="soa"),
                                                          "sm80"))

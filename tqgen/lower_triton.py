@@ -19,7 +19,7 @@ import jinja2
 
 from . import __version__
 from .codebook import lloyd_max, lut_words
-from .ir import FP8_MAX, Backend, KeyCodec, LayoutSpec, Reason, Rotation, Target, Vendor, check_target, is_power_of_two
+from .ir import FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target, is_power_of_two
 from .layout import derive_layout
 from .variants import GFX950_SPECIAL_RULES, Request, Variant, generic_rules
 
@@ -117,40 +117,18 @@ class OptionOverride:
 
 
 TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
-    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3)),
-                   (("decode_num_warps", 2), ("block_n", 16)),
-                   "3-bit keys: 2 warps on 16-token tiles. Same run (bench/dbg/triton_opts.py, B=32 L=32K / B=128 "
-                   "L=8K, us): SoA k3v4_nc 2285 / 2289 vs 4109 / 4110 (8 warps x 32) and 3321 / 3319 (4 x 32), SoA "
-                   "3bit_nc 3147 / 3162 vs 5274 / 5303 (4 x 32), AoS k3v4_nc 2279 / 2110 vs 2580 / 2591 (4 x 32), "
-                   "AoS 3bit_nc 2467 / 2481 vs 4469 / 4477 (8 x 32); head_dim 64 SoA (B=32 L=32K Hq 9 Hk 3) k3v4_nc "
-                   "442 vs 521 (4 x 32), 3bit_nc 514 vs 640 (bench/results/h200-2026-12-02-triton-options.md)"),
-    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 4)),
-                   (("decode_num_warps", 2), ("block_n", 16)),
-                   "4-bit keys (the inline-PTX decode): 2 warps on 16-token tiles, AoS 2001 / 2002 us vs 2200 / 2208 "
-                   "(4 x 32) and 2166 / 1895 (1 x 16, which keeps a 24-byte stack frame: tqgen.compile_check) at B=32 "
-                   "L=32K / B=128 L=8K (bench/results/h200-2026-12-02-triton-options-session14.md)"),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4)),
-                   (("decode_num_warps", 1), ("block_n", 16)),
-                   "4-bit keys, SoA: one warp on 16-token tiles, 1348 / 1211 us vs 1388 / 1389 (4 x 32) and 1427 / "
-                   "1434 (2 x 16) (bench/results/h200-2026-12-02-triton-options-session14.md)"),
-    OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"),),
-                   (("decode_num_warps", 2), ("block_n", 16)),
-                   "fp8 keys: 2 warps on 16-token tiles, AoS 1498 / 1506 us vs 1847 / 1854 (4 x 32) and 3016 / 2377 (1 x "
-                   "16) at B=32 L=32K / B=128 L=8K (bench/results/h200-2026-12-02-triton-options-session14.md)"),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "fp8_e4m3fn")),
-                   (("decode_num_warps", 1), ("block_n", 16)),
-                   "fp8 keys, SoA: one warp on 16-token tiles, 1439 / 1273 us vs 1463 / 1440 (2 x 32), 1432 / 1441 (2 x "
-                   "16), 1566 / 1573 (4 x 32) (bench/results/h200-2026-12-02-triton-options-session14.md; session 12's "
-                   "2 x 32 over 4 x 32: h200-2026-12-02-triton-options.md)"),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3)),
-                   (("decode_num_warps", 1),),
-                   "3-bit keys, SoA: one warp on 16-token tiles, k3v4_nc 1917 / 1683 us vs 2191 / 2202 (2 x 16), 3bit_nc "
-                   "3040 / 2730 vs 3158 / 3169 (bench/results/h200-2026-12-02-triton-options-session14.md)"),
-    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 3)),
-                   (("decode_num_warps", 1),),
-                   "3bit_nc: one warp on 16-token tiles, AoS 2377 / 1994 us vs 2467 / 2482 (2 x 16); AoS k3v4_nc keeps 2 "
-                   "warps (one keeps an 8-byte stack frame: tqgen.compile_check) "
-                   "(bench/results/h200-2026-12-02-triton-options-session14.md)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"),), (("decode_num_warps", 1), ("block_n", 16)),
+                   "Lloyd-Max keys: one warp on 16-token tiles for both layouts (session 15: with the page looked up "
+                   "once a tile, the rescale behind a branch and SoA's 4-bit word loads, every sm90 preset x layout "
+                   "compiles without a stack frame at one warp). Same run, B=32 L=32K / B=128 L=8K, us (bench/results/"
+                   "h200-2026-12-02-ab23-triton-tiles.md): AoS 4bit_nc 1461 / 1309 vs 1724 / 1727 (2 x 16), AoS "
+                   "k3v4_nc 1499 / 1342 vs 2390 / 2311, AoS 3bit_nc 1927 / 1725 vs 2498 / 2418, SoA 4bit_nc 942 / "
+                   "851 vs 1127 / 1137 (1 x 32: 936 / 846), SoA k3v4_nc 1854 / 1661 vs 2132 / 2092, SoA 3bit_nc 2882 / "
+                   "2613 vs 3137 / 2858; 4 x 32 1.5-2.7x slower for every one"),
+    OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"),), (("decode_num_warps", 1), ("block_n", 16)),
+                   "fp8 keys: one warp on 16-token tiles, AoS 1088 / 969 us vs 1320 / 1328 (2 x 16) and 1963 / 1970 "
+                   "(4 x 32), SoA 1108 / 990 vs 1395 / 1376 (2 x 16) (bench/results/h200-2026-12-02-ab23-triton-"
+                   "tiles.md)"),
     # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
     OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
                    "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "
@@ -224,17 +202,27 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     ptx = target.info.vendor is Vendor.NVIDIA and kind == "generic"
     lloyd = not spec.key_codec.is_fp8
     cb = lloyd_max(spec.head_dim, spec.key_bits) if ptx and lloyd else None
+    ptx_k4 = ptx and lloyd and kp.bits == 4 and kp.group_bytes == 1 and spec.head_dim >= 32
+    ptx_v3 = ptx and vp.bits == 3 and vp.group_bytes == 3 and vp.group_elements == 8
+    # SoA 4-bit fields of head_dim 128, 256, ... loaded as int32 words (8 codes; the fields and pages are 4-byte
+    # aligned: offsets 0 and D/2 in a slot of D bytes, an even block size) and decoded two words an asm call into
+    # eight parts (head dims 8i + j) that meet the query / the weights in dots of head_dim / 8 >= 16 (no per-byte
+    # repacking around the asm)
+    words = ptx and spec.layout is Layout.SOA and spec.head_dim % 128 == 0 and spec.block_size % 2 == 0
+    k_words = words and ptx_k4 and not spec.renorm_at_decode
+    v_words = words and vp.bits == 4 and vp.group_bytes == 1
     return dict(
         ptx=ptx,
         # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
-        ptx_k4=ptx and lloyd and kp.bits == 4 and kp.group_bytes == 1 and spec.head_dim >= 32,
+        ptx_k4=ptx_k4,
+        k_words=k_words, v_words=v_words, v_parts=v_words or ptx_v3,
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
         ptx_k3=ptx and lloyd and kp.bits == 3 and not spec.renorm_at_decode,
         ptx_v4=ptx and vp.bits == 4 and vp.group_bytes == 1,
         # 3-bit value codes as eight parts: AoS 9-10 % faster; SoA 1-2 % slower at head_dim 128 but 1.26x faster at
         # head_dim 64 (bench/results/h200-2026-12-02-ab21-triton-v3.md)
-        ptx_v3=ptx and vp.bits == 3 and vp.group_bytes == 3 and vp.group_elements == 8,
+        ptx_v3=ptx_v3,
         fp8_cvt=ptx and spec.key_codec is KeyCodec.FP8_E4M3FN and target in (Target.SM89, Target.SM90),
         lut=lut_words(cb.centroids, False) if cb else {},
         renorm=spec.renorm_at_decode,

@@ -15,6 +15,7 @@ import argparse
 import collections
 import dataclasses
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -63,6 +64,16 @@ def main(argv=None) -> int:
     print(f"{a.preset} {a.layout} D{hd} {warps} warp(s) x {bn} tokens: {regs} registers, {spill} B spilled, {stack} B "
           f"stack; loop {len(loop)} instructions a warp a tile = {len(loop) * warps * 16 / bn:.0f} warp instructions "
           f"per 16 tokens")
+    fwd = []  # forward branches inside the loop: (from, to, instructions skipped)
+    for addr, op, args in ins:
+        m = re.search(r"0x([0-9a-f]+)", args)
+        if lo <= addr <= hi and op.startswith("BRA") and not op.startswith("BRA.DIV") and m and int(m.group(1), 16) > addr:
+            to = int(m.group(1), 16)
+            fwd.append((addr, to, sum(1 for x, o, _ in ins if addr < x < to and not o.startswith("NOP"))))
+    if fwd:
+        big = max(fwd, key=lambda f: f[2])
+        print(f"  forward branches in the loop (from, to, skipped): {[(hex(f), hex(t), n) for f, t, n in fwd]}; without the "
+              f"largest (the rescale when a maximum grew): {(len(loop) - big[2]) * warps * 16 / bn:.0f} per 16 tokens")
     if a.mix:
         mix = collections.Counter(op.split(".")[0] for op in loop)
         print("  " + ", ".join(f"{k} {n}" for k, n in mix.most_common(24)))
