@@ -110,13 +110,17 @@ def test_list_reads_manifest(capsys):
 def test_triton_decode_warps_are_the_decodes_alone():
     """TritonOptions.decode_num_warps launches the decode split kernel only (store and dequant keep num_warps),
     0 falls back to num_warps, anything else must be a power of two; the sm90 overrides (applied in table order)
-    give AoS k3v4_nc 2 decode warps on 16-token tiles and SoA 3bit_nc one, and leave the other targets alone."""
+    give AoS k3v4_nc and SoA 3bit_nc one decode warp on 16-token tiles, head_dim 256 4 x 32 (AoS k3v4_nc 8 x 32), and
+    leave the other targets alone."""
     import dataclasses
 
     from tqgen.ir import SpecError, Target
     from tqgen.lower_triton import triton_options
     aos = triton_options(LayoutSpec.from_preset("k3v4_nc", layout="aos"), Target.SM90)
-    assert (aos.decode_num_warps, aos.block_n, aos.num_warps) == (2, 16, 4)
+    assert (aos.decode_num_warps, aos.block_n, aos.num_warps) == (1, 16, 4)
+    wide = triton_options(LayoutSpec.from_preset("k3v4_nc", layout="aos", head_dim=256), Target.SM90)
+    assert (wide.decode_num_warps, wide.block_n) == (8, 32)
+    assert triton_options(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=256), Target.SM90).block_n == 32
     spec = LayoutSpec.from_preset("3bit_nc", layout="soa")
     o = triton_options(spec, Target.SM90)
     assert (o.decode_num_warps, o.block_n, o.num_warps) == (1, 16, 4)

@@ -160,13 +160,13 @@ def _nibble(w, j):
     return (w >> np.uint64(4 * j)) & np.uint64(15)
 
 
-def test_k4_words_are_the_codebook():
-    """_ptx_k4w (SoA 4-bit keys at head_dim 128: int32 words): two words of eight 4-bit codes -> part j = the fp16
-    centroid of code j (head dim 8i + j) of each word, word 0 in the low half."""
+def test_k4_parts_are_the_codebook():
+    """_ptx_k4p (SoA 4-bit keys at head_dim 128: int32 words): two words of eight 4-bit codes -> part j = the fp16
+    centroid of code j (head dim 8i + j) of each word, the first word in the low half."""
     spec, blocks = _kernel("4bit_nc", "soa")
     t = _f16(lloyd_max(spec.head_dim, spec.key_bits).centroids)
     assert "_ptx_k4" not in blocks and "_ptx_v4" not in blocks  # the byte helpers are not rendered beside them
-    (body, n), = blocks["_ptx_k4w"]
+    (body, n), = blocks["_ptx_k4p"]
     a, b = WORDS, np.roll(WORDS[::-1], 7)
     outs = run_asm(body, n, [a, b])
     assert n == 8
@@ -176,18 +176,18 @@ def test_k4_words_are_the_codebook():
 
 
 @pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc"])
-def test_v4_words_are_biased_patterns(preset):
-    """_ptx_v4w (SoA 4-bit values at head_dim 128): two words of eight 4-bit codes -> part j = code j of each word
-    as bf16 0x43cc (128 + c), then fp16 0x64cc (1024 + c), word 0 in the low half."""
+def test_v4_parts_are_biased_patterns(preset):
+    """_ptx_v4p (SoA 4-bit values at head_dim 128: int32 words): two words of eight 4-bit codes -> part j = code j of
+    each word as bf16 0x43cc (128 + c), then fp16 0x64cc (1024 + c), the first word in the low half."""
     _, blocks = _kernel(preset, "soa")
     a, b = WORDS, np.roll(WORDS[::-1], 7)
-    for (body, n), magic in zip(blocks["_ptx_v4w"], (0x4300, 0x6400)):
+    for (body, n), magic in zip(blocks["_ptx_v4p"], (0x4300, 0x6400)):
         outs = run_asm(body, n, [a, b])
         assert n == 8
         for j, g in enumerate(outs):
             want = _pair(np.uint64(magic) | _nibble(a, j), np.uint64(magic) | _nibble(b, j))
             np.testing.assert_array_equal(g, want, err_msg=f"part {j}, magic {magic:#x}")
-    assert len(blocks["_ptx_v4w"]) == 2
+    assert len(blocks["_ptx_v4p"]) == 2
 
 
 @pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc"])
@@ -249,7 +249,7 @@ def test_only_nvidia_renders_ptx():
         assert "inline_asm_elementwise" not in render_triton(make_variant(spec, target))
     spec = preset_spec_for_target("4bit_nc", Target.SM80, layout="soa")
     src = render_triton(make_variant(spec, "sm80"))
-    assert "_ptx_k4w(" in src and "_ptx_v4w(" in src
+    assert "_ptx_k4p(" in src and "_ptx_v4p(" in src
     # sm80 has no e4m3 conversion instruction: its fp8 keys keep Triton's cast
     assert "_ptx_e4m3" not in render_triton(make_variant(preset_spec_for_target("k8v4", Target.SM80, layout="soa"),
                                                          "sm80"))

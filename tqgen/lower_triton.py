@@ -193,6 +193,25 @@ def template_digest(spec: LayoutSpec, kind: str, target: Target) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
+def _parts(spec: LayoutSpec, field: str) -> int:
+    """8 where a 4-bit field is read as int32 words (eight codes, decoded into eight parts: head dims 8i + j): every
+    byte address of the field 4-byte aligned (the gcd of its offset, its strides and the page size, for one and for
+    three KV heads: strides are linear in the head count) and head_dim / 8 >= 16 (a whole dot, K >= 16); else 0 (byte
+    loads). SoA only: AoS slots are 2-byte aligned (134 bytes at 4bit_nc); int16 halves (four parts) measured slower
+    there and at head_dim 64 SoA (SASS a tile, sm_90, CPU compile: AoS 4bit_nc 1232 -> 1330, the parts reaching the
+    dots' operand layout through 192 16-bit shared-memory stores where the byte path has 24 STSM; on the H200, SoA
+    head_dim 64 B=32 L=32K: 4bit_nc 229 -> 367 us, k3v4_nc 281 -> 328, k8v4 217 -> 177; session 15)."""
+    if spec.layout is not Layout.SOA or spec.head_dim % 128:
+        return 0
+    align = 0
+    for hk in (1, 3):
+        page = derive_layout(spec).page(hk)
+        fa = page[field]
+        for x in (fa.offset, fa.token_stride, fa.head_stride, page.block_bytes):
+            align = math.gcd(align, x)
+    return 8 if align % 4 == 0 else 0
+
+
 def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any]:
     bl = derive_layout(spec)
     kp, vp = bl["k_data"].pack, bl["v_data"].pack
@@ -204,18 +223,16 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     cb = lloyd_max(spec.head_dim, spec.key_bits) if ptx and lloyd else None
     ptx_k4 = ptx and lloyd and kp.bits == 4 and kp.group_bytes == 1 and spec.head_dim >= 32
     ptx_v3 = ptx and vp.bits == 3 and vp.group_bytes == 3 and vp.group_elements == 8
-    # SoA 4-bit fields of head_dim 128, 256, ... loaded as int32 words (8 codes; the fields and pages are 4-byte
-    # aligned: offsets 0 and D/2 in a slot of D bytes, an even block size) and decoded two words an asm call into
-    # eight parts (head dims 8i + j) that meet the query / the weights in dots of head_dim / 8 >= 16 (no per-byte
-    # repacking around the asm)
-    words = ptx and spec.layout is Layout.SOA and spec.head_dim % 128 == 0 and spec.block_size % 2 == 0
-    k_words = words and ptx_k4 and not spec.renorm_at_decode
-    v_words = words and vp.bits == 4 and vp.group_bytes == 1
+    # SoA 4-bit fields at head_dim 128+ loaded as int32 words (8 codes) and decoded two words an asm call into 8 parts
+    # (head dims 8i + j) that meet the query / the weights in dots of head_dim / 8 >= 16: no per-byte repacking
+    # around the asm (_parts)
+    k_parts = _parts(spec, "k_data") if ptx_k4 else 0
+    v4_parts = _parts(spec, "v_data") if ptx and vp.bits == 4 and vp.group_bytes == 1 else 0
     return dict(
         ptx=ptx,
         # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
         ptx_k4=ptx_k4,
-        k_words=k_words, v_words=v_words, v_parts=v_words or ptx_v3,
+        k_parts=k_parts, v4_parts=v4_parts, v_parts=v4_parts or (8 if ptx_v3 else 0),
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
         ptx_k3=ptx and lloyd and kp.bits == 3 and not spec.renorm_at_decode,
