@@ -1,9 +1,8 @@
 """The Triton decode's inline PTX (NVIDIA renderings only) run on the CPU by a small emulator of the PTX it uses.
 
-The interpreter cannot execute ``tl.inline_asm_elementwise``, so the CPU suite checks the assembly itself: every
-``asm`` block of the rendered sm90 kernels is parsed and executed on numpy words (and.b32, or.b32, shr.b32, shl.b32,
-prmt.b32 in its default mode, mov.b32 into 16-bit halves, cvt.rn.f16x2.e4m3x2) and its outputs compared exactly
-with what the portable code computes for the same inputs: fp16 centroids (and squared centroids) of the spec's
+Every ``asm`` block of the rendered sm90 kernels is parsed and executed on numpy words by ``tqgen.ptx_emu`` (and.b32,
+or.b32, shr.b32, shl.b32, prmt.b32 in its default mode, mov.b32 into 16-bit halves, cvt.rn.f16x2.e4m3x2) and its
+outputs compared exactly with what the portable code computes for the same inputs: fp16 centroids (and squared centroids) of the spec's
 Lloyd-Max codebook, the bf16 / fp16 ``BIAS + code`` patterns of value codes, exact fp16 values of e4m3fn bytes.
 Exact: every output is a table lookup or a bit pattern, so any difference is a bug. The same kernels run against
 the reference on the H200 (tests/test_triton_gpu.py).
@@ -18,9 +17,7 @@ from tqgen.build import preset_spec_for_target
 from tqgen.codebook import lloyd_max
 from tqgen.ir import LayoutSpec, Target
 from tqgen.lower_triton import make_variant, render_triton
-
-M32 = np.uint64(0xFFFFFFFF)
-
+from tqgen.ptx_emu import e4m3_to_f16_bits, run_asm
 
 def _asm_blocks(src: str) -> dict[str, list[tuple[str, int]]]:
     """{helper name: [(asm body, number of outputs), ...]} of every ``_ptx_*`` helper in a rendered kernel."""
@@ -29,74 +26,6 @@ def _asm_blocks(src: str) -> dict[str, list[tuple[str, int]]]:
         blocks = re.findall(r'asm="""\{(.*?)\}""".*?constraints="([^"]+)"', m.group(0), re.S)
         out[m.group(1)] = [(body, c.count("=")) for body, c in blocks]
     return out
-
-
-def _prmt(a, b, c):
-    """PTX prmt.b32 (default mode): byte i of the result is byte (nibble i of c) & 7 of b:a, or its sign
-    replicated when bit 3 of the nibble is set."""
-    src = [(a >> np.uint64(8 * k)) & np.uint64(0xFF) for k in range(4)] + \
-          [(b >> np.uint64(8 * k)) & np.uint64(0xFF) for k in range(4)]
-    r = np.zeros_like(a)
-    for i in range(4):
-        nib = (c >> np.uint64(4 * i)) & np.uint64(0xF)
-        byte = np.choose((nib & np.uint64(7)).astype(np.int64), src)
-        byte = np.where(nib & np.uint64(8), np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
-        r |= byte << np.uint64(8 * i)
-    return r
-
-
-def _e4m3_to_f16_bits(x):
-    """Exact fp16 bits of e4m3fn bytes (NaN as 0x7e00 with the sign; e4m3fn has no infinities)."""
-    x = x.astype(np.int64)
-    s, e, m = (x >> 7) & 1, (x >> 3) & 0xF, x & 7
-    val = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7.0)) * np.where(s == 1, -1.0, 1.0)
-    bits = val.astype(np.float16).view(np.uint16).astype(np.uint64)
-    return np.where((e == 15) & (m == 7), np.uint64(0x7E00) | (s.astype(np.uint64) << np.uint64(15)), bits)
-
-
-def run_asm(body: str, n_out: int, args: list[np.ndarray]) -> list[np.ndarray]:
-    """Execute one asm block on uint32 words (numpy uint64 arrays, one element a call); $0.. are the outputs."""
-    regs: dict[str, np.ndarray] = {f"${n_out + i}": a.astype(np.uint64) for i, a in enumerate(args)}
-    shape = args[0].shape
-
-    def val(tok: str) -> np.ndarray:
-        tok = tok.strip()
-        if tok in regs:
-            return regs[tok]
-        if re.fullmatch(r"0x[0-9a-fA-F]+|\d+", tok):
-            return np.full(shape, int(tok, 0), dtype=np.uint64)
-        raise AssertionError(f"asm operand {tok!r} read before it is written")
-
-    for line in body.split(";"):
-        line = line.strip()
-        if not line or line.startswith(".reg"):
-            continue
-        op, rest = line.split(None, 1)
-        if op == "mov.b32" and rest.lstrip().startswith("{"):
-            halves, src = re.fullmatch(r"\{\s*(\w+)\s*,\s*(\w+)\s*\}\s*,\s*(\S+)", rest.strip()).groups()[:2], \
-                rest.split(",")[-1]
-            w = val(src)
-            regs[halves[0]], regs[halves[1]] = w & np.uint64(0xFFFF), w >> np.uint64(16)
-            continue
-        ops = [t.strip() for t in rest.split(",")]
-        d, srcs = ops[0], ops[1:]
-        if op == "and.b32":
-            r = val(srcs[0]) & val(srcs[1])
-        elif op == "or.b32":
-            r = val(srcs[0]) | val(srcs[1])
-        elif op == "shr.b32":
-            r = val(srcs[0]) >> val(srcs[1])
-        elif op == "shl.b32":
-            r = (val(srcs[0]) << val(srcs[1])) & M32
-        elif op == "prmt.b32":
-            r = _prmt(val(srcs[0]), val(srcs[1]), val(srcs[2]))
-        elif op == "cvt.rn.f16x2.e4m3x2":
-            h = val(srcs[0])
-            r = _e4m3_to_f16_bits(h & np.uint64(0xFF)) | (_e4m3_to_f16_bits(h >> np.uint64(8)) << np.uint64(16))
-        else:
-            raise AssertionError(f"the emulator does not know {op!r}: extend it with the new instruction")
-        regs[d] = r & M32
-    return [regs[f"${i}"] for i in range(n_out)]
 
 
 def _f16(x) -> np.ndarray:
@@ -233,12 +162,12 @@ def test_e4m3_pairs_are_exact():
     w = np.arange(2 ** 16, dtype=np.uint64)
     w = w | (w[::-1] << np.uint64(16))
     out = run_asm(body, n, [w])
-    want = [_pair(_e4m3_to_f16_bits(_bytes(w, 0)), _e4m3_to_f16_bits(_bytes(w, 1))),
-            _pair(_e4m3_to_f16_bits(_bytes(w, 2)), _e4m3_to_f16_bits(_bytes(w, 3)))]
+    want = [_pair(e4m3_to_f16_bits(_bytes(w, 0)), e4m3_to_f16_bits(_bytes(w, 1))),
+            _pair(e4m3_to_f16_bits(_bytes(w, 2)), e4m3_to_f16_bits(_bytes(w, 3)))]
     for g, x in zip(out, want):
         np.testing.assert_array_equal(g, x)
     # spot values of the decoder itself: 0x38 = 1.0, 0x7e = 448 (the largest), 0x01 = 2^-9, 0xb8 = -1.0
-    assert [np.uint16(_e4m3_to_f16_bits(np.array([b]))[0]).view(np.float16) for b in (0x38, 0x7E, 0x01, 0xB8)] \
+    assert [np.uint16(e4m3_to_f16_bits(np.array([b]))[0]).view(np.float16) for b in (0x38, 0x7E, 0x01, 0xB8)] \
         == [1.0, 448.0, 2.0 ** -9, -1.0]
 
 

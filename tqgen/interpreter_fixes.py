@@ -8,6 +8,8 @@
 4. Its float→fp8 conversion produces wrong bits (TOOLCHAIN.md: 3–5 % of values). fp8 casts go
    through torch's fp8 dtypes (e4b15 through tqgen.reference's encoder), saturating to the largest
    finite value as the GPU's satfinite conversion does.
+5. It cannot run ``tl.inline_asm_elementwise``; tqgen.ptx_emu executes the PTX the NVIDIA renderings
+   use, so their whole kernels run on the CPU too (tests/test_triton_interp.py).
 """
 
 from __future__ import annotations
@@ -83,4 +85,25 @@ def apply() -> None:
         return orig_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
 
     I.InterpreterBuilder.create_dot = create_dot
+
+    def create_inline_asm(self, asm, constraints, values, types, is_pure, pack):
+        from .ptx_emu import run_elementwise
+
+        scalars = [t.scalar if hasattr(t, "scalar") else t for t in types]
+        outs = run_elementwise(asm, constraints, [v.data for v in values], [t.primitive_bitwidth for t in scalars],
+                               pack)
+        handles = [I.TensorHandle(o.view(I._get_np_dtype(t)), t) for o, t in zip(outs, scalars)]
+        return _AsmCall(handles)
+
+    I.InterpreterBuilder.create_inline_asm = create_inline_asm
     _APPLIED = True
+
+
+class _AsmCall:
+    """What ``tl.inline_asm_elementwise`` reads its results from (``get_result(i)``)."""
+
+    def __init__(self, handles):
+        self._handles = handles
+
+    def get_result(self, i):
+        return self._handles[i]
