@@ -12,7 +12,7 @@ import torch
 from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen.ir import Vendor
-from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
+from tqgen.testing import Case, check_decode, compare_store, rel_err
 from tqgen.triton_launch import load_variant
 
 pytestmark = pytest.mark.gpu
@@ -44,14 +44,7 @@ def test_variant_matches_reference(variant):
         diff = compare_store(spec, got, want, case["key"], case["slot_mapping"])
         assert diff.ok, diff.summary()
         # decode and dequant read the reference's bytes, so only the attention math is compared
-        for sinks, window in ((None, None), (case["sinks"], 1000)):
-            out = kern.decode(case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
-                              sliding_window=window)
-            exp = ref.decode(spec, case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
-                             sliding_window=window)
-            assert torch.isfinite(out).all()
-            err = rel_err(out, exp)
-            assert err <= DECODE_TOL[dt], f"decode rel err {err:.2e} > {DECODE_TOL[dt]:.2e} (shape {i}, sinks={sinks is not None})"
+        check_decode(kern, spec, case, want, 1000, what=f"shape {i}")
         if i == 2:  # dequant on the small shape (reference dequant materialises everything)
             k, v = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float32)
             ek, ev = ref.dequant(spec, want, case["block_table"], case["seq_lens"])
@@ -76,11 +69,4 @@ def test_decode_at_other_head_dims(preset, layout, head_dim):
     case = Case(spec, [5000, 1, 333, 2048], 3, 3, dtype=torch.bfloat16, seed=3).build(dev)
     cache = ref.allocate(spec, case["num_blocks"], 3, dev)
     ref.store(spec, case["key"], case["value"], cache, case["slot_mapping"])
-    for sinks, window in ((None, None), (case["sinks"], 700)):
-        out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
-                          sliding_window=window)
-        exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
-                         sliding_window=window)
-        assert torch.isfinite(out).all()
-        err = rel_err(out, exp)
-        assert err <= DECODE_TOL[torch.bfloat16], f"decode rel err {err:.2e} (sinks={sinks is not None})"
+    check_decode(kern, spec, case, cache, 700, what=f"{preset} {layout} D{head_dim}")

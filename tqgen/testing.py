@@ -211,3 +211,22 @@ def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
 #: 11 significant bits (2^-11 ≈ 4.9e-4 each, a few per term) and the output to fp16; bf16 keeps 8 bits
 #: (2^-8 ≈ 3.9e-3). Errors average over the softmax, so 8x the per-term rounding bounds them.
 DECODE_TOL = {torch.float16: 8 * 2**-11, torch.bfloat16: 8 * 2**-8}
+
+
+def check_decode(kern, spec: LayoutSpec, case: dict, cache: torch.Tensor, window: int, *,
+                 num_splits: int | None = None, what: str = "") -> list[torch.Tensor]:
+    """``kern.decode`` of a ``Case``'s query and tables over ``cache`` against the reference decode, plain and with
+    the case's sinks and a sliding ``window``: finite and within DECODE_TOL of the query dtype (assertions naming
+    ``what``). Returns the two outputs."""
+    dt, outs = case["query"].dtype, []
+    for sinks, win in ((None, None), (case["sinks"], window)):
+        extra = {"num_splits": num_splits} if num_splits else {}
+        out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
+                          sliding_window=win, **extra)
+        exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
+                         sliding_window=win)
+        assert torch.isfinite(out).all(), f"{what}: non-finite decode output (sinks={sinks is not None})"
+        err = rel_err(out, exp)
+        assert err <= DECODE_TOL[dt], f"{what}: decode rel err {err:.2e} > {DECODE_TOL[dt]:.2e} (sinks={sinks is not None})"
+        outs.append(out)
+    return outs
