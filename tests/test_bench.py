@@ -8,6 +8,7 @@ Expected byte counts are worked out by hand in the comments (DESIGN §2: slot by
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,8 @@ def test_smoke_files_and_columns(smoke):
     for k in ("device", "torch", "triton", "copy_ceiling_GBps", "command", "date", "timing", "l2_policy", "sdpa"):
         assert k in meta, k
     assert meta["command"].startswith("tqgen bench --suite smoke")
+    from tqgen.bench import source_digest
+    assert meta["sources"] == source_digest() and f"sources {meta['sources']}" in md  # the code that ran, by content
     assert meta["paged_bf16_decode"].startswith("n/a")
     # markdown: header, one table per op, SDPA baselines
     for text in ("copy ceiling", "command: `tqgen bench --suite smoke", "## bf16 SDPA baselines", "## decode",
@@ -241,3 +244,25 @@ def test_targets_evaluation():
     assert res[("pct", "4bit_nc", "store N=65536")] == "FAIL"
     assert res[("pct", "4bit_nc", "store N=262144")] == "PASS"
     assert len(res) == 10
+
+
+def test_source_digest_follows_the_sources(tmp_path):
+    """tqgen.bench.source_digest hashes the package's .py / .j2 / .json files by relative path and content: the same
+    tree gives the same digest, one changed byte or a renamed file another, other files none."""
+    import shutil
+
+    from tqgen.bench import source_digest
+    pkg = Path(__file__).resolve().parents[1] / "tqgen"
+    root = tmp_path / "tqgen"
+    shutil.copytree(pkg, root, ignore=shutil.ignore_patterns("__pycache__"))
+    base = source_digest(root)
+    assert base == source_digest(pkg) and len(base) == 12
+    (root / "notes.txt").write_text("not a source")
+    assert source_digest(root) == base
+    f = root / "templates" / "triton" / "kernels.py.j2"
+    f.write_bytes(f.read_bytes() + b" ")
+    assert source_digest(root) != base
+    f.write_bytes(f.read_bytes()[:-1])
+    assert source_digest(root) == base
+    (root / "rotation.py").rename(root / "rotation2.py")
+    assert source_digest(root) != base

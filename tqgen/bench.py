@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -190,6 +191,19 @@ def pct_of_ceiling(nbytes: int, seconds: float, ceiling_bps: float) -> float:
 
 
 # =========================================================================== device and timing
+def source_digest(root: Path | None = None) -> str:
+    """sha256 (12 hex digits) of tqgen's sources (``*.py``, templates, tuning tables) below ``root`` (default: the
+    package), by relative path and content: the results name the code that ran even where the checkout's git
+    metadata is stale (a copied tree on another machine). ``python -c "from tqgen.bench import source_digest as d;
+    print(d())"`` gives the digest of a checkout."""
+    root = root or Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".j2", ".json")
+                    and "__pycache__" not in p.parts):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
 def device_short_name(dev) -> str:
     import torch
     if dev.type != "cuda":
@@ -344,7 +358,7 @@ class Bench:
         name = torch.cuda.get_device_name(self.dev) if self.cuda else cpu
         m = dict(device=name, device_short=device_short_name(self.dev), target=str(self.target),
                  target_note=self.target_note, torch=torch.__version__, triton=tv, python=platform.python_version(),
-                 tqgen=__version__, git_commit=commit, cuda=getattr(torch.version, "cuda", None),
+                 tqgen=__version__, git_commit=commit, sources=source_digest(), cuda=getattr(torch.version, "cuda", None),
                  date=_dt.datetime.now().isoformat(timespec="seconds"), command=self.o.command, suite=self.o.suite,
                  dtype="bfloat16", block_size=self.o.block_size, prefill_decode_max_tokens=self.limit,
                  max_memory_GiB=self.max_mem / 2**30, free_memory_GiB=free / 2**30,
@@ -1173,7 +1187,8 @@ def render_markdown(meta: dict, rows: list[dict], targets: list[dict], plots: li
              if meta.get("sms") else "")
           + ")",
           f"- torch {meta['torch']} (CUDA {meta.get('cuda')}), triton {meta['triton']}, Python {meta['python']}, "
-          f"tqgen {meta['tqgen']}" + (f" @ {meta['git_commit']}" if meta.get("git_commit") else ""),
+          f"tqgen {meta['tqgen']}" + (f" @ {meta['git_commit']}" if meta.get("git_commit") else "")
+          + (f", sources {meta['sources']} (`tqgen.bench.source_digest()`)" if meta.get("sources") else ""),
           f"- command: `{meta['command']}`",
           f"- date: {meta['date']}" + (f"; {meta['seconds']:.0f} s" if meta.get("seconds") else ""),
           f"- copy ceiling: **{meta['copy_ceiling_GBps']:.0f} GB/s** (device-to-device copy of "
