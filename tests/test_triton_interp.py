@@ -154,6 +154,7 @@ def test_rotate_query_folds_the_scale(preset, dtype):
 
 NVIDIA_CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [
     dict(preset="4bit_nc", layout="soa", dtype=torch.float16),  # the fp16 value patterns (0x64cc)
+    dict(preset="4bit_nc", layout="soa", fold_norm=False),  # word parts with the decode-time norm correction
     dict(preset="4bit_nc", layout="soa", head_dim=64),  # byte loads below head_dim 128
     dict(preset="k3v4_nc", layout="aos", head_dim=64),
     dict(preset="4bit_nc", layout="soa", head_dim=256, block_size=32),  # words at 4 warps x 32 tokens

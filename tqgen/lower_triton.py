@@ -19,7 +19,8 @@ import jinja2
 
 from . import __version__
 from .codebook import lloyd_max, lut_words
-from .ir import FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target, is_power_of_two
+from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target,
+                 is_power_of_two)
 from .layout import derive_layout
 from .variants import GFX950_SPECIAL_RULES, Request, Variant, generic_rules
 
