@@ -182,3 +182,23 @@ def test_only_nvidia_renders_ptx():
     # sm80 has no e4m3 conversion instruction: its fp8 keys keep Triton's cast
     assert "_ptx_e4m3" not in render_triton(make_variant(preset_spec_for_target("k8v4", Target.SM80, layout="soa"),
                                                          "sm80"))
+
+
+def test_word_parts_only_where_fields_are_4_byte_aligned():
+    """The int32-word path (eight parts) is rendered exactly where every byte address of a 4-bit field is 4-byte
+    aligned and head_dim / 8 >= 16: SoA at head_dim 128 and 256 (keys and values; fp8 and 3-bit keys leave their
+    4-bit values to it), never AoS (2-byte-aligned 134- / 118-byte slots) and not at head_dim 64; NVIDIA only."""
+    from tqgen.lower_triton import _render_inputs
+
+    def parts(preset, layout, d=128, target=Target.SM90, **kw):
+        spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d, **kw)
+        c = _render_inputs(spec, "generic", target)
+        return c["k_parts"], c["v4_parts"]
+
+    assert parts("4bit_nc", "soa") == (8, 8) and parts("4bit_nc", "soa", 256) == (8, 8)
+    assert parts("4bit_nc", "soa", fold_norm=False) == (8, 8)  # the norm correction takes the squared parts
+    assert parts("k8v4", "soa") == (0, 8) and parts("k3v4_nc", "soa") == (0, 8) and parts("3bit_nc", "soa") == (0, 0)
+    for preset in ("4bit_nc", "k8v4", "k3v4_nc"):
+        assert parts(preset, "aos") == (0, 0) and parts(preset, "soa", 64) == (0, 0)
+    assert parts("4bit_nc", "soa", block_size=64) == (8, 8)
+    assert parts("4bit_nc", "soa", target=Target.GFX942) == (0, 0)
