@@ -9,8 +9,8 @@ from tqgen.build import preset_spec_for_target
 from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, SpecError, Target
-from tqgen.layout import derive_layout
-from tqgen.lower_cuda import (CudaOptions, _lds_width, cuda_options, cuda_reasons, field_alignment,
+from tqgen.layout import derive_layout, field_alignment
+from tqgen.lower_cuda import (CudaOptions, _lds_width, cuda_options, cuda_reasons,
                               layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 

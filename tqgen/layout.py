@@ -216,3 +216,24 @@ def _page(bl: ByteLayout, h: int) -> PageAddressing:
             addrs.append(FieldAddress(f.name, start, h * data, data, f.nbytes))
     assert meta + h * len(metas) * bs * FP16_BYTES <= block_bytes
     return PageAddressing(spec.layout, h, bs, block_bytes, tuple(addrs), meta)
+
+
+def pow2_divisor(n: int, cap: int = 16) -> int:
+    """The largest power of two (at most ``cap``) dividing ``n``."""
+    a = 1
+    while a < cap and n % (2 * a) == 0:
+        a *= 2
+    return a
+
+
+def field_alignment(spec: LayoutSpec, field: str) -> int:
+    """Largest power of two (≤ 16) dividing every byte address of ``field`` for any number of heads (1-16): its
+    offset, strides and the page size (the kernels' widest safe load of the field)."""
+    bl = derive_layout(spec)
+    g = 0
+    for h in range(1, 17):
+        page = bl.page(h)
+        fa = page[field]
+        for x in (fa.offset, fa.token_stride, fa.head_stride, page.block_bytes):
+            g = math.gcd(g, x)
+    return pow2_divisor(g)

@@ -23,7 +23,7 @@ from . import __version__
 from .codebook import lloyd_max, lut_words
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
                  check_target)
-from .layout import derive_layout
+from .layout import derive_layout, field_alignment, pow2_divisor
 from .lower_triton import BANNER, TEMPLATE_DIR, OptionOverride, _env
 from .rotation import random_signs
 from .variants import Rules, Variant
@@ -499,30 +499,10 @@ def _store_ctx(spec: LayoutSpec) -> dict[str, Any]:
     return {
         "lanes": store_lanes(spec.head_dim), "kch": kch, "vch": vch,
         # a chunk's codes: CH·bits/8 bytes at a multiple of that inside the field
-        "k_align": min(field_alignment(spec, "k_data"), 16, _pow2_divisor(kch * kbits // 8)),
-        "v_align": min(field_alignment(spec, "v_data"), 16, _pow2_divisor(vch * spec.value_bits // 8)),
+        "k_align": min(field_alignment(spec, "k_data"), 16, pow2_divisor(kch * kbits // 8)),
+        "v_align": min(field_alignment(spec, "v_data"), 16, pow2_divisor(vch * spec.value_bits // 8)),
         "grid": None if spec.key_codec.is_fp8 else bucket_grid(spec.head_dim, spec.key_bits),
     }
-
-
-def _pow2_divisor(n: int, cap: int = 16) -> int:
-    a = 1
-    while a < cap and n % (2 * a) == 0:
-        a *= 2
-    return a
-
-
-@lru_cache(maxsize=None)
-def field_alignment(spec: LayoutSpec, field: str) -> int:
-    """Largest power of two (≤ 16) dividing every address of ``field`` for any number of heads."""
-    bl = derive_layout(spec)
-    g = 0
-    for h in range(1, 17):
-        page = bl.page(h)
-        fa = page[field]
-        for x in (fa.offset, fa.token_stride, fa.head_stride, page.block_bytes):
-            g = math.gcd(g, x)
-    return _pow2_divisor(g)
 
 
 def _alignments(spec: LayoutSpec) -> dict[str, int]:
@@ -531,9 +511,9 @@ def _alignments(spec: LayoutSpec) -> dict[str, int]:
     epl = spec.head_dim // 32
     return {
         "k_data": min(ak, 16), "v_data": min(av, 16),
-        "k_quarter": min(ak, _pow2_divisor(bl.kd // 4)),
-        "v_eighth": min(av, _pow2_divisor(bl.vd // 8)),
-        "k_lane": min(ak, _pow2_divisor(epl)),
+        "k_quarter": min(ak, pow2_divisor(bl.kd // 4)),
+        "v_eighth": min(av, pow2_divisor(bl.vd // 8)),
+        "k_lane": min(ak, pow2_divisor(epl)),
     }
 
 

@@ -21,7 +21,7 @@ from . import __version__
 from .codebook import lloyd_max, lut_words
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target,
                  is_power_of_two)
-from .layout import derive_layout
+from .layout import derive_layout, field_alignment
 from .variants import GFX950_SPECIAL_RULES, Request, Variant, generic_rules
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -196,21 +196,14 @@ def template_digest(spec: LayoutSpec, kind: str, target: Target) -> str:
 
 def _parts(spec: LayoutSpec, field: str) -> int:
     """8 where a 4-bit field is read as int32 words (eight codes, decoded into eight parts: head dims 8i + j): every
-    byte address of the field 4-byte aligned (the gcd of its offset, its strides and the page size, for one and for
-    three KV heads: strides are linear in the head count) and head_dim / 8 >= 16 (a whole dot, K >= 16); else 0 (byte
-    loads). SoA only: AoS slots are 2-byte aligned (134 bytes at 4bit_nc); int16 halves (four parts) measured slower
-    there and at head_dim 64 SoA (SASS a tile, sm_90, CPU compile: AoS 4bit_nc 1232 -> 1330, the parts reaching the
-    dots' operand layout through 192 16-bit shared-memory stores where the byte path has 24 STSM; on the H200, SoA
-    head_dim 64 B=32 L=32K: 4bit_nc 229 -> 367 us, k3v4_nc 281 -> 328, k8v4 217 -> 177; session 15)."""
+    byte address of the field 4-byte aligned (layout.field_alignment) and head_dim / 8 >= 16 (a whole dot, K >= 16);
+    else 0 (byte loads). SoA only: AoS slots are 2-byte aligned (134 bytes at 4bit_nc); int16 halves (four parts)
+    measured slower there and at head_dim 64 SoA (SASS a tile, sm_90, CPU compile: AoS 4bit_nc 1232 -> 1330, the
+    parts reaching the dots' operand layout through 192 16-bit shared-memory stores where the byte path has 24 STSM;
+    on the H200, SoA head_dim 64 B=32 L=32K: 4bit_nc 229 -> 367 us, k3v4_nc 281 -> 328, k8v4 217 -> 177; session 15)."""
     if spec.layout is not Layout.SOA or spec.head_dim % 128:
         return 0
-    align = 0
-    for hk in (1, 3):
-        page = derive_layout(spec).page(hk)
-        fa = page[field]
-        for x in (fa.offset, fa.token_stride, fa.head_stride, page.block_bytes):
-            align = math.gcd(align, x)
-    return 8 if align % 4 == 0 else 0
+    return 8 if field_alignment(spec, field) >= 4 else 0
 
 
 def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any]:
@@ -228,7 +221,8 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     # (head dims 8i + j) that meet the query / the weights in dots of head_dim / 8 >= 16: no per-byte repacking
     # around the asm (_parts)
     k_parts = _parts(spec, "k_data") if ptx_k4 else 0
-    v4_parts = _parts(spec, "v_data") if ptx and vp.bits == 4 and vp.group_bytes == 1 else 0
+    ptx_v4 = ptx and vp.bits == 4 and vp.group_bytes == 1
+    v4_parts = _parts(spec, "v_data") if ptx_v4 else 0
     return dict(
         ptx=ptx,
         # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
@@ -237,7 +231,7 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
         ptx_k3=ptx and lloyd and kp.bits == 3 and not spec.renorm_at_decode,
-        ptx_v4=ptx and vp.bits == 4 and vp.group_bytes == 1,
+        ptx_v4=ptx_v4,
         # 3-bit value codes as eight parts: AoS 9-10 % faster; SoA 1-2 % slower at head_dim 128 but 1.26x faster at
         # head_dim 64 (bench/results/h200-2026-12-02-ab21-triton-v3.md)
         ptx_v3=ptx_v3,

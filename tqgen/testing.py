@@ -220,9 +220,8 @@ def check_decode(kern, spec: LayoutSpec, case: dict, cache: torch.Tensor, window
     ``what``). Returns the two outputs."""
     dt, outs = case["query"].dtype, []
     for sinks, win in ((None, None), (case["sinks"], window)):
-        extra = {"num_splits": num_splits} if num_splits else {}
         out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
-                          sliding_window=win, **extra)
+                          sliding_window=win, num_splits=num_splits)
         exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
                          sliding_window=win)
         assert torch.isfinite(out).all(), f"{what}: non-finite decode output (sinks={sinks is not None})"
