@@ -223,11 +223,14 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     k_parts = _parts(spec, "k_data") if ptx_k4 else 0
     ptx_v4 = ptx and vp.bits == 4 and vp.group_bytes == 1
     v4_parts = _parts(spec, "v_data") if ptx_v4 else 0
+    v_parts = v4_parts or (8 if ptx_v3 else 0)
     return dict(
         ptx=ptx,
         # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
         ptx_k4=ptx_k4,
-        k_parts=k_parts, v4_parts=v4_parts, v_parts=v4_parts or (8 if ptx_v3 else 0),
+        k_parts=k_parts, v4_parts=v4_parts, v_parts=v_parts,
+        # the decode's value accumulators (rescaled together when a row maximum grows)
+        accs=[f"acc{j}" for j in range(v_parts)] if v_parts else (["acc", "acc_o"] if ptx_v4 else ["acc"]),
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
         ptx_k3=ptx and lloyd and kp.bits == 3 and not spec.renorm_at_decode,
