@@ -1,5 +1,6 @@
 """One decode launch per (preset, layout) at B=32 L=32K (D=128, Hq 32, Hk 8) for ncu (debug, not a result);
-with OP=store one store launch of 64K tokens (Hk 8, slots: whole blocks in random order) instead.
+with OP=store one store launch of 64K tokens (Hk 8, slots: whole blocks in random order) instead; with
+BACKEND=triton the Triton variants (same kernel names: tq_decode_split, tq_store).
 
     ncu -k regex:tq_decode_split --section ... python bench/dbg/prof.py 4bit_nc:soa,k8v4:soa
 """
@@ -14,13 +15,14 @@ from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.cuda_launch import load_cuda  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
+from tqgen.triton_launch import load_triton  # noqa: E402
 
 dev = torch.device("cuda")
 B, L, HQ, HK = 32, 32768, 32, 8
 for item in sys.argv[1].split(","):
     preset, layout = item.split(":")
     spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
-    kern = load_cuda(spec, "sm90")
+    kern = load_triton(spec, "sm90") if os.environ.get("BACKEND") == "triton" else load_cuda(spec, "sm90")
     if os.environ.get("OP") == "store":
         n = 65536
         slots = (torch.randperm(n // 16, device=dev)[torch.arange(n, device=dev) // 16] * 16

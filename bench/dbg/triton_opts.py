@@ -1,8 +1,8 @@
 """Triton decode options on the GPU: num_warps x block_n (tokens a tile) x split counts, B=32 L=32K and
 B=128 L=8K at D=128 (Hq 32, Hk 8), or the SmolLM2 shape with D=64 in the environment; every row with its
 rel err vs the reference (debug, not a result).
-Usage: LAYOUT=soa SPLITS=0,16 python bench/dbg/triton_opts.py 4x32,2x32,2x16 k8v4,4bit_nc
-(NWxBN: the decode's warps x block_n; SPLITS 0: the launcher's heuristic)."""
+Usage: LAYOUT=soa SPLITS=0,16 python bench/dbg/triton_opts.py 4x32,2x32,2x16,1x16:decode_prefetch=2 k8v4,4bit_nc
+(NWxBN[:option=int...]: the decode's warps x block_n and other TritonOptions; SPLITS 0: the launcher's heuristic)."""
 import dataclasses
 import os
 import sys
@@ -30,9 +30,11 @@ for preset in sys.argv[2].split(","):
     base = triton_options(spec, Target.SM90)
     kerns = {}
     for combo in sys.argv[1].split(","):
-        nw, bn = (int(x) for x in combo.split("x"))
-        o = dataclasses.replace(base, decode_num_warps=0 if nw == base.num_warps else nw, block_n=bn)
-        name = f"{nw}x{bn}" + (" (default)" if o == base else "")
+        shape, *extra = combo.split(":")  # NWxBN[:option=int ...], e.g. 1x16:decode_prefetch=2
+        nw, bn = (int(x) for x in shape.split("x"))
+        o = dataclasses.replace(base, decode_num_warps=0 if nw == base.num_warps else nw, block_n=bn,
+                                **{k: int(x) for k, x in (e.split("=") for e in extra)})
+        name = combo + (" (default)" if o == base else "")
         kerns[name] = load_variant(make_variant(spec, Target.SM90, options=o))
     for b, L in SHAPES:
         q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)

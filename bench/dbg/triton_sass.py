@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     loop = [op for addr, op, _ in ins if lo <= addr <= hi and not op.startswith("NOP")]
     warps, bn = opts["num_warps"], v.options.block_n
     print(f"{a.preset} {a.layout} D{hd} {warps} warp(s) x {bn} tokens: {regs} registers, {spill} B spilled, {stack} B "
-          f"stack; loop {len(loop)} instructions a warp a tile = {len(loop) * warps * 16 / bn:.0f} warp instructions "
+          f"stack, {ck.metadata.shared} B shared; loop {len(loop)} instructions a warp a tile = {len(loop) * warps * 16 / bn:.0f} warp instructions "
           f"per 16 tokens")
     fwd = []  # forward branches inside the loop: (from, to, instructions skipped)
     for addr, op, args in ins:
