@@ -171,17 +171,16 @@ class TritonKernels:
         kw = self._launch_kw(cache.device, decode=True)
         self.module.tq_decode_split[(b * hk, splits)](
             q, cache, cache.view(torch.int16), block_table, seq_lens, klut, vlut, ws["acc"], ws["lse"],
-            block_table.stride(0),
-            int(sliding_window or 0), **layout_constexprs(s, hk), G=g, GP=gqa_rows(g),
-            NUM_SPLITS=splits, BLOCK_N=opts.block_n, **kw)
+            block_table.stride(0), int(sliding_window or 0), splits,
+            **layout_constexprs(s, hk), G=g, GP=gqa_rows(g), BLOCK_N=opts.block_n, **kw)
         out = out if out is not None else torch.empty(b, hq, d, dtype=query.dtype, device=query.device)
         sp = 1
         while sp < splits:
             sp *= 2
         has_sinks = sinks is not None
         self.module.tq_decode_merge[(b * hq,)](
-            ws["acc"], ws["lse"], sinks.float().contiguous() if has_sinks else ws["lse"], out,
-            HQ=hq, NUM_SPLITS=splits, SP=sp, HAS_SINKS=has_sinks,
+            ws["acc"], ws["lse"], sinks.float().contiguous() if has_sinks else ws["lse"], out, splits,
+            HQ=hq, SP=sp, HAS_SINKS=has_sinks,
             **({"num_warps": opts.merge_num_warps} if cache.device.type == "cuda" else {}))
         return out
 
