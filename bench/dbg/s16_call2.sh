@@ -1,7 +1,21 @@
 #!/bin/bash
-# session 16, device call 2 (one-off): the Triton decode's split count vs time at the target shapes
+# session 16, device call 2 (one-off): the Triton decode's split count vs time at the target shapes (0 = the
+# launcher's choice: resident programs from the compiled kernel, tuning.decode_splits)
 export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1; mkdir -p /tmp/pp && ln -sfn $PWD/runtime /tmp/pp/tqgen_runtime
+python - <<'PY'
+import torch
+from tqgen.build import preset_spec_for_target
+from tqgen.ir import Target
+from tqgen.triton_launch import load_triton
+dev = torch.device("cuda")
+for lay in ("soa", "aos"):
+    for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc"):
+        k = load_triton(preset_spec_for_target(p, Target.SM90, layout=lay), "sm90")
+        print(lay, p, "resident programs / SM", k.resident_programs(dev, torch.bfloat16, 4, 8),
+              "splits B=32 L=32K", k.num_splits_for(32, 8, 32768, dev), "B=128 L=8K", k.num_splits_for(128, 8, 8192, dev),
+              "B=1 L=4K", k.num_splits_for(1, 8, 4096, dev), flush=True)
+PY
 for lay in soa aos; do
-  SPLITS=0,2,3,4,5,6,7,11,12,17,22,34,45,64 LAYOUT=$lay timeout 280 python bench/dbg/triton_opts.py 1x16 k8v4,4bit_nc,k3v4_nc,3bit_nc > $OUT/splits-$lay.txt 2>&1
+  SPLITS=0,2,3,4,5,6,7,9,11,12,17,22,34,45,64 LAYOUT=$lay timeout 250 python bench/dbg/triton_opts.py 1x16 k8v4,4bit_nc,k3v4_nc,3bit_nc > $OUT/splits-$lay.txt 2>&1
 done
 grep -h "^| " $OUT/splits-*.txt | sort -u | head -300
