@@ -292,10 +292,12 @@ class CudaKernels:
                            self._stream(cache.device))
 
     # ----------------------------------------------------------------- decode
-    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
+    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device,
+                       num_q_heads: int | None = None, dtype: torch.dtype | None = None) -> int:
         """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe): the
         device's tuning table where it has this variant near this shape (tqgen.tuning), else
-        ``heuristic_splits``."""
+        ``heuristic_splits``. ``num_q_heads`` and ``dtype`` are accepted as the Triton launcher's (whose count
+        depends on its compiled kernel) and not needed here."""
         key = (device.type, device.index, batch, num_kv_heads, max_seq_len, tuning_generation())
         s = self._splits.get(key)  # memoised: the table lookup is ~50 us of Python
         if s is None:

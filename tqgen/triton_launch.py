@@ -28,7 +28,7 @@ from .codebook import lloyd_max
 from .ir import LayoutSpec, Rotation, Target, Vendor
 from .lower_triton import gqa_rows, layout_constexprs, make_variant
 from .build import variant_dir
-from .tuning import decode_splits
+from .tuning import decode_splits, resident_programs
 from .variants import Variant
 
 log = logging.getLogger("tqgen.triton")
@@ -147,13 +147,10 @@ class TritonKernels:
             try:
                 k = self._compiled_decode(device, dtype, g, num_kv_heads)
                 props = torch.cuda.get_device_properties(_index(device))
-                warps = k.metadata.num_warps
-                regs = -(-k.n_regs * 32 // 256) * 256 * warps  # per program, in 256-register warp allocations
-                by_regs = getattr(props, "regs_per_multiprocessor", 65536) // max(1, regs)
-                by_threads = props.max_threads_per_multi_processor // (32 * warps)
-                smem = k.metadata.shared
-                by_smem = props.shared_memory_per_multiprocessor // (smem + 1024) if smem else 32
-                n = max(0, min(by_regs, by_threads, by_smem, 32))
+                n = resident_programs(k.n_regs, k.metadata.num_warps, k.metadata.shared,
+                                      regs_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
+                                      threads_per_sm=props.max_threads_per_multi_processor,
+                                      smem_per_sm=props.shared_memory_per_multiprocessor)
             except Exception as e:  # noqa: BLE001  (a Triton without these attributes: the old heuristic)
                 log.warning("%s: resident decode programs unknown (%s); ~16 programs per SM", self.variant.id, e)
             self._consts[key] = n

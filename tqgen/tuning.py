@@ -113,6 +113,17 @@ def decode_splits(units: int, max_seq_len: int, resident_warps: int, warps_per_b
     return best
 
 
+def resident_programs(n_regs: int, warps: int, shared: int, *, regs_per_sm: int = 65536, threads_per_sm: int = 2048,
+                      smem_per_sm: int = 233472, max_blocks: int = 32) -> int:
+    """Programs (blocks of ``warps`` warps, ``n_regs`` registers a thread, ``shared`` bytes of shared memory) one
+    NVIDIA SM holds at once: the fewest of what its registers (allocated per warp in units of 256), thread slots,
+    shared memory (1 KB reserved a block) and block slots allow. Defaults: sm_90."""
+    by_regs = regs_per_sm // (-(-n_regs * 32 // 256) * 256 * warps)
+    by_threads = threads_per_sm // (32 * warps)
+    by_smem = smem_per_sm // (shared + 1024) if shared else max_blocks
+    return max(0, min(by_regs, by_threads, by_smem, max_blocks))
+
+
 @dataclass(frozen=True)
 class Point:
     units: int

@@ -19,3 +19,5 @@ for lay in soa aos; do
   SPLITS=0,2,3,4,5,6,7,9,11,12,17,22,34,45,64 LAYOUT=$lay timeout 250 python bench/dbg/triton_opts.py 1x16 k8v4,4bit_nc,k3v4_nc,3bit_nc > $OUT/splits-$lay.txt 2>&1
 done
 grep -h "^| " $OUT/splits-*.txt | sort -u | head -300
+# the GPU tests on this code (Triton, runtime, CUDA), 8 shards
+timeout 240 bash bench/dbg/gpu_tests.sh 8 tests/test_triton_gpu.py tests/test_runtime_gpu.py tests/test_cuda_gpu.py 2>&1 | tail -15
