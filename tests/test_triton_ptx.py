@@ -72,8 +72,9 @@ def test_k4_lookups_are_the_codebook(layout):
 
 
 def test_k3_lookups_are_the_codebook():
-    """_ptx_k3 (3-bit keys, no norm correction): four int32 codes -> their fp16 centroids, every combination."""
-    spec, blocks = _kernel("k3v4_nc", "soa")
+    """_ptx_k3 (3-bit keys, no norm correction, below head_dim 128): four int32 codes -> their fp16 centroids, every
+    combination."""
+    spec, blocks = _kernel("k3v4_nc", "soa", 64)
     t = _f16(lloyd_max(spec.head_dim, spec.key_bits).centroids)
     codes = np.stack(np.meshgrid(*[np.arange(8, dtype=np.uint64)] * 4, indexing="ij"), -1).reshape(-1, 4)
     (body, n), = blocks["_ptx_k3"]
@@ -102,6 +103,26 @@ def test_k4_parts_are_the_codebook():
     for j, g in enumerate(outs):
         want = _pair(t[_nibble(a, j).astype(np.int64)], t[_nibble(b, j).astype(np.int64)])
         np.testing.assert_array_equal(g, want, err_msg=f"part {j}")
+
+
+@pytest.mark.parametrize("preset", ["k3v4_nc", "3bit_nc"])
+def test_k3_parts_are_the_codebook(preset):
+    """_ptx_k3p (SoA 3-bit keys at head_dim 128: 3-byte groups as int32 words): two groups of eight 3-bit codes -> part
+    j = the fp16 centroid of code j (bits 3j .. 3j + 2, head dim 8g + j) of each group, the first group in the low
+    half; bits above the group's 24 are ignored. Every code in every position (the others random), random groups."""
+    spec, blocks = _kernel(preset, "soa")
+    t = _f16(lloyd_max(spec.head_dim, spec.key_bits).centroids)
+    assert "_ptx_k3" not in blocks  # the per-code helper is not rendered beside it
+    (body, n), = blocks["_ptx_k3p"]
+    every = np.concatenate([(RNG.integers(0, 2 ** 32, 8, dtype=np.uint64) & ~np.uint64(7 << (3 * j)))
+                            | (np.arange(8, dtype=np.uint64) << np.uint64(3 * j)) for j in range(8)])
+    a = np.concatenate([np.repeat(every, 64), RNG.integers(0, 2 ** 32, 4096, dtype=np.uint64)])
+    b = np.concatenate([np.tile(every, 64), RNG.integers(0, 2 ** 32, 4096, dtype=np.uint64)])
+    outs = run_asm(body, n, [a, b])
+    assert n == 8
+    for j, g in enumerate(outs):
+        code = [((w >> np.uint64(3 * j)) & np.uint64(7)).astype(np.int64) for w in (a, b)]
+        np.testing.assert_array_equal(g, _pair(t[code[0]], t[code[1]]), err_msg=f"part {j}")
 
 
 @pytest.mark.parametrize("preset", ["4bit_nc", "k8v4", "k3v4_nc"])
@@ -185,9 +206,11 @@ def test_only_nvidia_renders_ptx():
 
 
 def test_word_parts_only_where_fields_are_4_byte_aligned():
-    """The int32-word path (eight parts) is rendered exactly where every byte address of a 4-bit field is 4-byte
-    aligned and head_dim / 8 >= 16: SoA at head_dim 128 and 256 (keys and values; fp8 and 3-bit keys leave their
-    4-bit values to it), never AoS (2-byte-aligned 134- / 118-byte slots) and not at head_dim 64; NVIDIA only."""
+    """The eight-part path (int32 words of eight 4-bit codes, or 3-byte groups of eight 3-bit key codes) is rendered
+    exactly where every byte address of the field is 4-byte aligned and head_dim / 8 >= 16: SoA at head_dim 128 and
+    256 (4-bit keys and values, 3-bit keys; fp8 keys leave their 4-bit values to it; 3-bit values keep their own
+    parts), never AoS (2-byte-aligned 134- / 118- / 102-byte slots) and not at head_dim 64; NVIDIA only. The 3-byte
+    groups come from aligned words (_load_groups3, portable) wherever a 3-bit field is 4-byte aligned."""
     from tqgen.lower_triton import _render_inputs
 
     def parts(preset, layout, d=128, target=Target.SM90, **kw):
@@ -197,8 +220,18 @@ def test_word_parts_only_where_fields_are_4_byte_aligned():
 
     assert parts("4bit_nc", "soa") == (8, 8) and parts("4bit_nc", "soa", 256) == (8, 8)
     assert parts("4bit_nc", "soa", fold_norm=False) == (8, 8)  # the norm correction takes the squared parts
-    assert parts("k8v4", "soa") == (0, 8) and parts("k3v4_nc", "soa") == (0, 8) and parts("3bit_nc", "soa") == (0, 0)
-    for preset in ("4bit_nc", "k8v4", "k3v4_nc"):
+    assert parts("k8v4", "soa") == (0, 8) and parts("k3v4_nc", "soa") == (8, 8) and parts("3bit_nc", "soa") == (8, 0)
+    for preset in ("4bit_nc", "k8v4", "k3v4_nc", "3bit_nc"):
         assert parts(preset, "aos") == (0, 0) and parts(preset, "soa", 64) == (0, 0)
+    # 3-bit keys with the decode-time norm correction keep the per-code table gather
+    assert parts("3bit_nc", "soa", fold_norm=False) == (0, 0)
+
+    def groups3(preset, layout, target=Target.SM90, d=128):
+        c = _render_inputs(LayoutSpec.from_preset(preset, layout=layout, head_dim=d), "generic", target)
+        return c["k_groups3"], c["v_groups3"]
+
+    assert groups3("3bit_nc", "soa") == (True, True) == groups3("3bit_nc", "soa", Target.GFX942, 64)
+    assert groups3("k3v4_nc", "soa") == (True, False) and groups3("4bit_nc", "soa") == (False, False)
+    assert groups3("3bit_nc", "aos") == (False, False) == groups3("k3v4_nc", "aos")
     assert parts("4bit_nc", "soa", block_size=64) == (8, 8)
     assert parts("4bit_nc", "soa", target=Target.GFX942) == (0, 0)

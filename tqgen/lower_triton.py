@@ -206,6 +206,13 @@ def _parts(spec: LayoutSpec, field: str) -> int:
     return 8 if field_alignment(spec, field) >= 4 else 0
 
 
+def _groups3(spec: LayoutSpec, field: str) -> bool:
+    """Whether a 3-bit field's 3-byte groups are read from aligned int32 words (_load_groups3): every byte address
+    of the field 4-byte aligned (layout.field_alignment: SoA; AoS slots are 2-byte aligned)."""
+    p = derive_layout(spec)[field].pack
+    return p is not None and p.bits == 3 and p.group_bytes == 3 and field_alignment(spec, field) >= 4
+
+
 def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any]:
     bl = derive_layout(spec)
     kp, vp = bl["k_data"].pack, bl["v_data"].pack
@@ -220,7 +227,9 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     # SoA 4-bit fields at head_dim 128+ loaded as int32 words (8 codes) and decoded two words an asm call into 8 parts
     # (head dims 8i + j) that meet the query / the weights in dots of head_dim / 8 >= 16: no per-byte repacking
     # around the asm (_parts)
-    k_parts = _parts(spec, "k_data") if ptx_k4 else 0
+    ptx_k3 = ptx and lloyd and kp.bits == 3 and not spec.renorm_at_decode
+    # SoA 3-bit keys at head_dim 128+ too: 3-byte groups decoded two an asm call into the same eight parts (_ptx_k3p)
+    k_parts = _parts(spec, "k_data") if ptx_k4 or ptx_k3 else 0
     ptx_v4 = ptx and vp.bits == 4 and vp.group_bytes == 1
     v4_parts = _parts(spec, "v_data") if ptx_v4 else 0
     v_parts = v4_parts or (8 if ptx_v3 else 0)
@@ -233,7 +242,10 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         accs=[f"acc{j}" for j in range(v_parts)] if v_parts else (["acc", "acc_o"] if ptx_v4 else ["acc"]),
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
         # AoS, B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-02-ab20-triton-ptx.md)
-        ptx_k3=ptx and lloyd and kp.bits == 3 and not spec.renorm_at_decode,
+        ptx_k3=ptx_k3,
+        # 3-byte groups of 4-byte-aligned fields (SoA) from aligned int32 words rather than three byte loads a group
+        # (portable: AMD and the interpreter too)
+        k_groups3=_groups3(spec, "k_data"), v_groups3=_groups3(spec, "v_data"),
         ptx_v4=ptx_v4,
         # 3-bit value codes as eight parts: AoS 9-10 % faster; SoA 1-2 % slower at head_dim 128 but 1.26x faster at
         # head_dim 64 (bench/results/h200-2026-12-02-ab21-triton-v3.md)
