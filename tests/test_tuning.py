@@ -188,22 +188,3 @@ def test_an_option_added_later_at_its_default_keeps_an_entry_live():
     assert not options_match(old, dataclasses.replace(CudaOptions(), lazy_max=False).to_dict())
     assert not options_match(dict(now, gone=1), now)
     assert not options_match(dict(old, stages=2), now)
-
-
-def test_triton_split_rule_counts_resident_programs():
-    """The Triton decode's split count (TritonKernels.num_splits_for on NVIDIA): the programs an SM holds, read off
-    the compiled kernel (tuning.resident_programs: registers in 256-register warp allocations, thread slots,
-    shared memory, block slots; sm_90 defaults), then tuning.decode_splits fills whole waves of them, at most 64.
-    The numbers are the H200's (132 SMs) for the sm90 Triton decodes of session 16."""
-    from tqgen.tuning import decode_splits, resident_programs
-    assert resident_programs(172, 1, 8192) == 11      # 4bit_nc SoA: 176 x 32 = 5632 registers a warp
-    assert resident_programs(246, 1, 8192) == 8       # 3bit_nc SoA: 248 x 32 = 7936
-    assert resident_programs(128, 4, 0) == 4          # 16384 registers a 4-warp block
-    assert resident_programs(32, 1, 0) == 32          # block slots
-    assert resident_programs(32, 8, 0) == 8           # thread slots (2048 / 256)
-    assert resident_programs(64, 1, 100_000) == 2     # shared memory: 228 KB / (100000 + 1024)
-    slots = 132 * 11
-    assert decode_splits(32 * 8, 32768, slots, 1, max_splits=64) == 11   # 2816 programs: 0.97 of two waves (9: 1.59)
-    assert decode_splits(128 * 8, 8192, slots, 1, max_splits=64) == 7    # 7168: 0.99 of five waves (3: 2.1 waves)
-    assert decode_splits(1 * 8, 131072, slots, 1, max_splits=64) == 64   # few units: the cap
-    assert decode_splits(1 * 8, 131072, slots, 1) == 90                  # the C++ rule's: half the slots

@@ -29,7 +29,7 @@ from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_ROWS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
                          store_lanes)
 from .build import source_name, user_cache, variant_dir
-from .tuning import decode_splits, generation as tuning_generation, tuned_splits
+from .tuning import generation as tuning_generation, split_cap, tuned_splits
 from .variants import Variant
 
 log = logging.getLogger("tqgen.cuda")
@@ -208,6 +208,31 @@ def build_binary(v: Variant, arch: str) -> Path:
     return out
 
 
+def decode_splits(units: int, max_seq_len: int, resident_warps: int, warps_per_block: int) -> int:
+    """Splits per (sequence, KV head): a multiple of the block's warps, at most a quarter of the tiles
+    (16 tokens each) and at most 64, or, for few (sequence, KV head) units, as many as fill half the
+    resident warps (``MAX_SPLITS`` at most). Equal splits run equally long, so the grid should fill whole
+    waves of ``resident_warps``: the fewest splits whose ``units · splits`` warps fill their waves to >= 95 %,
+    else the best fill (B=1: the most splits). B=32, Hk=8 on 132 SMs x 16 warps took 10 splits before
+    (1.21 waves, the second 21 % full); now 8 (0.97 of one wave). B=1 past 64 splits (H200, `tqgen tune`,
+    CUDA graphs, bench/results/h200-2026-12-02-splits-b1.md): more warps pay until about half the resident
+    ones, then each split's fixed cost (its pipeline's first loads, the merge's reads) outweighs them: Hk 8
+    L=128K best at 128-192 splits (k8v4 SoA 66.7 us vs 78.3 at 64 and 72.7 at a full wave's 252), Hk 3
+    head_dim 64 at 256-512 (27.2 vs 55.7 us at 64)."""
+    w = warps_per_block
+    few = max(64, resident_warps // (2 * max(1, units))) // w * w
+    cap = max(w, min(split_cap(max_seq_len, w), few))
+    best, best_fill = w, -1.0
+    for s in range(w, cap + 1, w):
+        warps = max(1, units) * s
+        fill = warps / (math.ceil(warps / resident_warps) * resident_warps)
+        if fill >= 0.95:
+            return s
+        if fill > best_fill + 1e-9:
+            best, best_fill = s, fill
+    return best
+
+
 def merge_kind(rows: int, splits: int) -> str:
     """The decode merge for ``rows`` (sequence, query head) rows of ``splits`` partial results:
     ``groups`` (a block of MERGE_GROUPS·D threads per row, the splits spread over its groups: many
@@ -296,8 +321,8 @@ class CudaKernels:
                        num_q_heads: int | None = None, dtype: torch.dtype | None = None) -> int:
         """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe): the
         device's tuning table where it has this variant near this shape (tqgen.tuning), else
-        ``heuristic_splits``. ``num_q_heads`` and ``dtype`` are accepted as the Triton launcher's (whose count
-        depends on its compiled kernel) and not needed here."""
+        ``heuristic_splits``. ``num_q_heads`` and ``dtype`` (the runtime passes them to either launcher) are not
+        needed here."""
         key = (device.type, device.index, batch, num_kv_heads, max_seq_len, tuning_generation())
         s = self._splits.get(key)  # memoised: the table lookup is ~50 us of Python
         if s is None:

@@ -28,7 +28,6 @@ from .codebook import lloyd_max
 from .ir import LayoutSpec, Rotation, Target, Vendor
 from .lower_triton import gqa_rows, layout_constexprs, make_variant
 from .build import variant_dir
-from .tuning import decode_splits, resident_programs
 from .variants import Variant
 
 log = logging.getLogger("tqgen.triton")
@@ -113,62 +112,27 @@ class TritonKernels:
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device,
-                       num_q_heads: int | None = None, dtype: torch.dtype = torch.bfloat16) -> int:
-        """A split count fixed by shapes only (CUDA-graph safe), at most one split per tile and 64 (unlike the C++
-        decode's, no faster past 64 at B=1: 62 / 63 / 69 us at 64 / 128 / 256 splits, k8v4 SoA L=32K;
-        bench/results/h200-2026-12-02-debug-session13.md). NVIDIA: ``tuning.decode_splits`` over the programs the
-        GPU holds at once (``resident_programs``: the compiled kernel's registers and shared memory), so the grid
-        fills whole waves; the query heads (GQA group, default 4 per KV head) and dtype pick the compiled kernel.
-        Elsewhere (AMD, the interpreter): ~16 programs per SM."""
-        g = max(1, (num_q_heads or 4 * num_kv_heads) // max(1, num_kv_heads))
-        key = ("splits", device.type, device.index, batch, num_kv_heads, max_seq_len, g, dtype)
+                       num_q_heads: int | None = None, dtype: torch.dtype | None = None) -> int:
+        """A split count fixed by shapes only (CUDA-graph safe): on NVIDIA about 64 warps' worth of programs per
+        SM (at least 16 programs: sm90's one-warp programs 64; AMD and the interpreter 16), at most one split per
+        tile and 64 (unlike the C++ decode's, no faster past 64 at B=1: 62 / 63 / 69 us at 64 / 128 / 256 splits,
+        k8v4 SoA L=32K; bench/results/h200-2026-12-02-debug-session13.md). Many short programs (several waves of
+        the 8-11 an SM holds) beat one full wave: H200, every sm90 preset x layout, B=32 L=32K 33-34 splits
+        1.13-1.16x faster than 9 (16 programs an SM) and the fastest of 3-34 or within 1 %; B=128 L=8K 9 splits
+        within 3 % of the best of 1-34 (bench/results/h200-2026-12-02-triton-splits-session16.md). ``num_q_heads``
+        and ``dtype`` are accepted as the C++ launcher's and not needed here."""
+        key = ("splits", device.type, device.index, batch, num_kv_heads, max_seq_len)
         s = self._consts.get(key)  # memoised (every decode call asks)
         if s is None:
+            sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
+                if device.type == "cuda" else 1
+            per_sm = 16
+            if device.type == "cuda" and self.variant.target.info.vendor is Vendor.NVIDIA:
+                per_sm = max(16, 64 // self.variant.options.launch_kwargs(self.variant.target, decode=True)["num_warps"])
+            want = max(1, math.ceil(per_sm * sms / max(1, batch * num_kv_heads)))
             tiles = max(1, math.ceil(max_seq_len / self.variant.options.block_n))
-            per_sm = self.resident_programs(device, dtype, g, num_kv_heads) \
-                if device.type == "cuda" and self.variant.target.info.vendor is Vendor.NVIDIA else 0
-            if per_sm:
-                s = min(tiles, decode_splits(batch * num_kv_heads, max_seq_len, _sm_count(_index(device)) * per_sm, 1,
-                                             max_splits=64))
-            else:
-                sms = _sm_count(_index(device)) if device.type == "cuda" else 1
-                s = int(min(max(1, math.ceil(16 * sms / max(1, batch * num_kv_heads))), tiles, 64))
-            self._consts[key] = s
+            s = self._consts[key] = int(min(want, tiles, 64))
         return s
-
-    def resident_programs(self, device: torch.device, dtype: torch.dtype, g: int, num_kv_heads: int) -> int:
-        """Decode programs one SM holds at once (NVIDIA): the fewest of what its registers, warp slots, shared
-        memory and block slots allow for the kernel compiled for (dtype, GQA group g, KV heads), read off the compiled kernel
-        (compiled here if no launch has yet; the launch reuses it: the split count, window and block-table stride
-        are not specialised on). 0 where it cannot be read (the caller falls back)."""
-        key = ("resident", _index(device), dtype, g, num_kv_heads)
-        if key not in self._consts:
-            n = 0
-            try:
-                k = self._compiled_decode(device, dtype, g, num_kv_heads)
-                props = torch.cuda.get_device_properties(_index(device))
-                n = resident_programs(k.n_regs, k.metadata.num_warps, k.metadata.shared,
-                                      regs_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
-                                      threads_per_sm=props.max_threads_per_multi_processor,
-                                      smem_per_sm=props.shared_memory_per_multiprocessor)
-            except Exception as e:  # noqa: BLE001  (a Triton without these attributes: the old heuristic)
-                log.warning("%s: resident decode programs unknown (%s); ~16 programs per SM", self.variant.id, e)
-            self._consts[key] = n
-        return self._consts[key]
-
-    def _compiled_decode(self, device: torch.device, dtype: torch.dtype, g: int, hk: int):
-        """The decode split kernel as the launch for (dtype, g, hk) on ``device`` compiles it (Triton's warmup:
-        pointers by dtype, aligned as torch allocates), with its registers read."""
-        s = self.spec
-        klut, _ = self._luts(device, dtype)
-        with torch.cuda.device(_index(device)):
-            k = self.module.tq_decode_split.warmup(
-                dtype, torch.uint8, torch.int16, torch.int32, torch.int32, klut.dtype, klut.dtype, torch.float32,
-                torch.float32, 1, 0, 1, **layout_constexprs(s, hk), G=g, GP=gqa_rows(g),
-                BLOCK_N=self.variant.options.block_n, grid=(1, 1), **self._launch_kw(device, decode=True))
-            k = k.result() if hasattr(k, "result") else k
-            k._init_handles()  # loads the binary: n_regs
-        return k
 
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
         d = self.spec.head_dim
@@ -251,10 +215,6 @@ class TritonKernels:
             cache, cache.view(torch.int16), block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
             **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
         return k, v
-
-
-def _index(device: torch.device) -> int:
-    return device.index if device.index is not None else torch.cuda.current_device()
 
 
 @functools.lru_cache(maxsize=None)

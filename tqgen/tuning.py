@@ -85,45 +85,6 @@ def split_cap(max_seq_len: int, warps: int) -> int:
     return max(warps, min(MAX_SPLITS, tiles_of(max_seq_len) // 4) // warps * warps)
 
 
-def decode_splits(units: int, max_seq_len: int, resident_warps: int, warps_per_block: int,
-                  max_splits: int = MAX_SPLITS) -> int:
-    """Splits per (sequence, KV head): a multiple of the block's warps, at most a quarter of the tiles
-    (16 tokens each) and at most 64, or, for few (sequence, KV head) units, as many as fill half the
-    resident warps (``MAX_SPLITS`` at most). Equal splits run equally long, so the grid should fill whole
-    waves of ``resident_warps``: the fewest splits whose ``units · splits`` warps fill their waves to >= 95 %,
-    else the best fill (B=1: the most splits). B=32, Hk=8 on 132 SMs x 16 warps took 10 splits before
-    (1.21 waves, the second 21 % full); now 8 (0.97 of one wave). B=1 past 64 splits (H200, `tqgen tune`,
-    CUDA graphs, bench/results/h200-2026-12-02-splits-b1.md): more warps pay until about half the resident
-    ones, then each split's fixed cost (its pipeline's first loads, the merge's reads) outweighs them: Hk 8
-    L=128K best at 128-192 splits (k8v4 SoA 66.7 us vs 78.3 at 64 and 72.7 at a full wave's 252), Hk 3
-    head_dim 64 at 256-512 (27.2 vs 55.7 us at 64). ``max_splits``: a lower cap (the Triton decode's 64).
-    The Triton decode passes its resident programs (one split each) as ``resident_warps`` and 1 as
-    ``warps_per_block``."""
-    w = warps_per_block
-    few = max(64, resident_warps // (2 * max(1, units))) // w * w
-    cap = max(w, min(split_cap(max_seq_len, w), few, max_splits // w * w))
-    best, best_fill = w, -1.0
-    for s in range(w, cap + 1, w):
-        warps = max(1, units) * s
-        fill = warps / (math.ceil(warps / resident_warps) * resident_warps)
-        if fill >= 0.95:
-            return s
-        if fill > best_fill + 1e-9:
-            best, best_fill = s, fill
-    return best
-
-
-def resident_programs(n_regs: int, warps: int, shared: int, *, regs_per_sm: int = 65536, threads_per_sm: int = 2048,
-                      smem_per_sm: int = 233472, max_blocks: int = 32) -> int:
-    """Programs (blocks of ``warps`` warps, ``n_regs`` registers a thread, ``shared`` bytes of shared memory) one
-    NVIDIA SM holds at once: the fewest of what its registers (allocated per warp in units of 256), thread slots,
-    shared memory (1 KB reserved a block) and block slots allow. Defaults: sm_90."""
-    by_regs = regs_per_sm // (-(-n_regs * 32 // 256) * 256 * warps)
-    by_threads = threads_per_sm // (32 * warps)
-    by_smem = smem_per_sm // (shared + 1024) if shared else max_blocks
-    return max(0, min(by_regs, by_threads, by_smem, max_blocks))
-
-
 @dataclass(frozen=True)
 class Point:
     units: int
