@@ -148,8 +148,7 @@ class TurboQuantKV:
         if not isinstance(impl, _Kernels):
             return Workspace(max_batch, 1, None)
         cap = max_seq_len or 1 << 20
-        splits = impl.kern.num_splits_for(max_batch, self.request.num_kv_heads, cap, torch.device(self.device),
-                                          num_q_heads=self.request.num_q_heads, dtype=self.dtype)
+        splits = impl.kern.num_splits_for(max_batch, self.request.num_kv_heads, cap, torch.device(self.device))
         bufs = impl.kern.workspace(max_batch, self.request.num_q_heads, splits, self.device)
         return Workspace(max_batch, splits, bufs)
 

@@ -317,12 +317,10 @@ class CudaKernels:
                            self._stream(cache.device))
 
     # ----------------------------------------------------------------- decode
-    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device,
-                       num_q_heads: int | None = None, dtype: torch.dtype | None = None) -> int:
+    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
         """Splits (one warp each) per (sequence, kv head), fixed by shapes only (CUDA-graph safe): the
         device's tuning table where it has this variant near this shape (tqgen.tuning), else
-        ``heuristic_splits``. ``num_q_heads`` and ``dtype`` (the runtime passes them to either launcher) are not
-        needed here."""
+        ``heuristic_splits``."""
         key = (device.type, device.index, batch, num_kv_heads, max_seq_len, tuning_generation())
         s = self._splits.get(key)  # memoised: the table lookup is ~50 us of Python
         if s is None:

@@ -111,16 +111,14 @@ class TritonKernels:
             **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device))
 
     # ----------------------------------------------------------------- decode
-    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device,
-                       num_q_heads: int | None = None, dtype: torch.dtype | None = None) -> int:
+    def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
         """A split count fixed by shapes only (CUDA-graph safe): on NVIDIA about 64 warps' worth of programs per
         SM (at least 16 programs: sm90's one-warp programs 64; AMD and the interpreter 16), at most one split per
         tile and 64 (unlike the C++ decode's, no faster past 64 at B=1: 62 / 63 / 69 us at 64 / 128 / 256 splits,
         k8v4 SoA L=32K; bench/results/h200-2026-12-02-debug-session13.md). Many short programs (several waves of
         the 8-11 an SM holds) beat one full wave: H200, every sm90 preset x layout, B=32 L=32K 33-34 splits
         1.13-1.16x faster than 9 (16 programs an SM) and the fastest of 3-34 or within 1 %; B=128 L=8K 9 splits
-        within 3 % of the best of 1-34 (bench/results/h200-2026-12-02-triton-splits-session16.md). ``num_q_heads``
-        and ``dtype`` are accepted as the C++ launcher's and not needed here."""
+        within 3 % of the best of 1-34 (bench/results/h200-2026-12-02-triton-splits-session16.md)."""
         key = ("splits", device.type, device.index, batch, num_kv_heads, max_seq_len)
         s = self._consts.get(key)  # memoised (every decode call asks)
         if s is None:
@@ -128,7 +126,8 @@ class TritonKernels:
                 if device.type == "cuda" else 1
             per_sm = 16
             if device.type == "cuda" and self.variant.target.info.vendor is Vendor.NVIDIA:
-                per_sm = max(16, 64 // self.variant.options.launch_kwargs(self.variant.target, decode=True)["num_warps"])
+                warps = self.variant.options.launch_kwargs(self.variant.target, decode=True)["num_warps"]
+                per_sm = max(16, 64 // warps)
             want = max(1, math.ceil(per_sm * sms / max(1, batch * num_kv_heads)))
             tiles = max(1, math.ceil(max_seq_len / self.variant.options.block_n))
             s = self._consts[key] = int(min(want, tiles, 64))
@@ -173,8 +172,7 @@ class TritonKernels:
         hk = cache.shape[2]
         g = hq // hk
         scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-        splits = num_splits or self.num_splits_for(b, hk, block_table.shape[1] * s.block_size, cache.device,
-                                                   num_q_heads=hq, dtype=query.dtype)
+        splits = num_splits or self.num_splits_for(b, hk, block_table.shape[1] * s.block_size, cache.device)
         ws = workspace or self.workspace(b, hq, splits, cache.device)
         if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
             raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
