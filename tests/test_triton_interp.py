@@ -132,24 +132,29 @@ def test_store_rejects_bad_input():
         kern.store(k.float(), k, cache, torch.tensor([0, 1, 2], dtype=torch.int32))
 
 
-@pytest.mark.parametrize("preset,dtype", [("4bit_nc", torch.bfloat16), ("4bit_nc", torch.float16),
-                                          ("k8v4", torch.bfloat16)])
-def test_rotate_query_folds_the_scale(preset, dtype):
-    """The decode's query prologue, q · Πᵀ · scale · log2(e) in fp32 rounded once to the query's dtype: the
-    launcher folds the scale into a cached Πᵀ (one matmul; one multiply without a rotation). Against the unfused
-    formula: equal up to fp32 summation order, so at most one unit in the last place of the output dtype."""
+@pytest.mark.parametrize("preset,dtype", [("4bit_nc", torch.bfloat16), ("3bit_nc", torch.float16)])
+def test_decode_rotates_the_query_in_its_own_kernel(preset, dtype):
+    """Rotated keys: the decode's stage 0 (tq_prep_query) writes q · Πᵀ · scale · log2(e), computed in fp32 and
+    rounded once to the query's dtype, into the workspace's 'q' buffer; the split kernel reads it from there. Against
+    the unfused formula: equal up to fp32 summation order (butterflies vs a matmul), so within one unit in the last
+    place of the dtype; the decode matches the reference; a workspace without the buffer is refused."""
     spec = LayoutSpec.from_preset(preset, layout="soa")
     kern = load_triton(spec, "cpu")
-    q = torch.randn(3, 8, spec.head_dim, generator=torch.Generator().manual_seed(2)).to(dtype) * 3
-    scale = 0.0883883
-    want = q.float() * (scale * 1.4426950408889634)
-    if spec.rotation is not Rotation.NONE:
-        want = want @ ref.rotation(spec, torch.device("cpu")).T
-    got = kern.rotate_query(q, scale)
-    assert got.dtype == dtype and got.is_contiguous()
+    case = Case(spec, [40, 23], 2, 4, dtype=dtype, seed=11).build("cpu")
+    cache = ref.allocate(spec, case["num_blocks"], 2)
+    kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+    q, scale = case["query"] * 3, 0.0883883
+    ws = kern.workspace(2, q.shape[1], 2, "cpu")
+    out = kern.decode(q, cache, case["block_table"], case["seq_lens"], scale=scale, num_splits=2, workspace=ws)
+    want = (q.float() * (scale * 1.4426950408889634)) @ ref.rotation(spec, torch.device("cpu")).T
+    got = ws["q"].view(dtype).float()
     ulp = torch.finfo(dtype).eps * want.abs().clamp_min(torch.finfo(dtype).tiny)
-    assert ((got.float() - want.to(dtype).float()).abs() <= ulp * 1.01).all()
-    assert torch.equal(kern.rotate_query(q, scale), got)  # the cached scaled table gives the same bits
+    assert ((got - want.to(dtype).float()).abs() <= ulp * 1.01).all()
+    assert rel_err(out, ref.decode(spec, q, cache, case["block_table"], case["seq_lens"], scale=scale)) <= DECODE_TOL[dtype]
+    del ws["q"]
+    with pytest.raises(ValueError, match="'q'"):
+        kern.decode(q, cache, case["block_table"], case["seq_lens"], num_splits=2, workspace=ws)
+    assert "q" not in load_triton(LayoutSpec.from_preset("k8v4"), "cpu").workspace(2, 8, 2, "cpu")  # no rotation
 
 
 NVIDIA_CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [

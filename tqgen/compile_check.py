@@ -23,8 +23,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .ir import Target, Vendor
-from .lower_triton import gqa_rows, layout_constexprs
+from .ir import Rotation, Target, Vendor
+from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs
 from .variants import Variant
 
 GPU_TARGETS = {
@@ -33,7 +33,7 @@ GPU_TARGETS = {
     Target.GFX950: ("hip", "gfx950", 64),
 }
 EXAMPLE_HK, EXAMPLE_GQA, EXAMPLE_SPLITS = 8, 4, 16
-KERNELS = ("tq_store", "tq_decode_split", "tq_decode_merge", "tq_dequant")
+KERNELS = ("tq_store", "tq_prep_query", "tq_decode_split", "tq_decode_merge", "tq_dequant")
 
 
 @dataclass
@@ -55,15 +55,18 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
     o = v.options
     dt = "bf16"
     g = EXAMPLE_GQA if v.kind == "generic" else 8
-    return {
+    rotated = v.spec.rotation is not Rotation.NONE  # the decode reads tq_prep_query's queries
+    prep = {"tq_prep_query": ({"q_ptr": f"*{dt}", "rot_ptr": "*fp32", "out_ptr": f"*{dt}", "n_rows": "i32", "qscale": "fp32"},
+                              {"BLOCK_M": PREP_ROWS})} if rotated else {}
+    return prep | {
         "tq_store": ({"key_ptr": f"*{dt}", "value_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16",
                       "slot_ptr": "*i32",
                       "rot_ptr": "*fp32", "mid_ptr": "*fp32", "cent_ptr": "*fp32", "n_rows": "i32",
                       "stride_kn": "i32", "stride_kh": "i32", "stride_vn": "i32", "stride_vh": "i32"},
                      lay | {"BLOCK_M": o.store_block_m}),
         "tq_decode_split": ({"q_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32",
-                             "seq_lens_ptr": "*i32", "klut_ptr": f"*{dt}", "vlut_ptr": f"*{dt}", "acc_ptr": "*fp32", "lse_ptr": "*fp32", "stride_bt": "i32",
-                             "window": "i32", "num_splits": "i32"},
+                             "seq_lens_ptr": "*i32", "klut_ptr": f"*{dt}", "vlut_ptr": f"*{dt}", "acc_ptr": "*fp32",
+                             "lse_ptr": "*fp32", "stride_bt": "i32", "window": "i32", "num_splits": "i32", "qscale": "fp32"},
                             lay | {"G": g, "GP": gqa_rows(g), "BLOCK_N": o.block_n}),
         "tq_decode_merge": ({"acc_ptr": "*fp32", "lse_ptr": "*fp32", "sinks_ptr": "*fp32", "out_ptr": f"*{dt}",
                              "num_splits": "i32"},

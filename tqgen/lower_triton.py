@@ -310,6 +310,10 @@ def _layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> tuple[tuple[str, 
     return tuple(out.items())
 
 
+#: query rows a tq_prep_query program rotates (the decode's stage 0 for rotated keys)
+PREP_ROWS = 16
+
+
 def gqa_rows(g: int) -> int:
     """Rows of the per-program query tile: the GQA group padded to a power of two, ≥ 16 for tl.dot."""
     gp = 16

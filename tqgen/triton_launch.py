@@ -26,7 +26,7 @@ import torch
 from . import reference as ref
 from .codebook import lloyd_max
 from .ir import LayoutSpec, Rotation, Target, Vendor
-from .lower_triton import gqa_rows, layout_constexprs, make_variant
+from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs, make_variant
 from .build import variant_dir
 from .variants import Variant
 
@@ -72,7 +72,7 @@ class TritonKernels:
                 from .rotation import random_signs
                 signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
                     else np.ones(s.head_dim, dtype=np.float32)
-                c.update(rot=torch.from_numpy(signs).to(device), pi=ref.rotation(s, device).contiguous())
+                c.update(rot=torch.from_numpy(signs).to(device))
             self._consts[key] = c
         return self._consts[key]
 
@@ -135,21 +135,17 @@ class TritonKernels:
 
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
         d = self.spec.head_dim
-        return {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
-                "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
+        ws = {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
+              "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
+        if self.spec.rotation is not Rotation.NONE:  # the rotated, scaled queries (tq_prep_query's output, 2 bytes
+            ws["q"] = torch.empty(batch, num_q_heads, d, dtype=torch.int16, device=device)  # each: viewed as bf16/fp16)
+        return ws
 
-    def rotate_query(self, query: torch.Tensor, scale: float) -> torch.Tensor:
-        """q · Πᵀ · scale · log2(e) in fp32, rounded once to the query's dtype: one matmul against Πᵀ with the scale
-        folded in (cached per device and scale), or one multiply without a rotation (its fp32 product is
-        rounded once either way)."""
+    def query_scale(self, head_dim: int, scale: float) -> float:
+        """The decode's query factor: softmax scale · log2(e), / sqrt(D) with a rotation (tq_prep_query's
+        Hadamard transform is unnormalised)."""
         s = scale * LOG2E
-        if self.spec.rotation is Rotation.NONE:
-            return (query * s).contiguous()
-        key = ("pi_t", str(query.device), s)
-        pi_t = self._consts.get(key)
-        if pi_t is None:
-            pi_t = self._consts[key] = (self._device_consts(query.device)["pi"].T * s).contiguous()
-        return torch.matmul(query.float(), pi_t).to(query.dtype)
+        return s / math.sqrt(head_dim) if self.spec.rotation is not Rotation.NONE else s
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
@@ -176,13 +172,21 @@ class TritonKernels:
         ws = workspace or self.workspace(b, hq, splits, cache.device)
         if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
             raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
-        q = self.rotate_query(query, scale)
         klut, vlut = self._luts(cache.device, query.dtype)
         opts = self.variant.options
         kw = self._launch_kw(cache.device, decode=True)
+        q, qscale = query.contiguous(), self.query_scale(d, scale)
+        if s.rotation is not Rotation.NONE:  # q · Πᵀ · scale · log2(e) in fp32, rounded once to the query's type
+            if "q" not in ws or ws["q"].shape[0] < b or ws["q"].shape[1:] != (hq, d):
+                raise ValueError(f"workspace lacks the rotated queries' buffer 'q' [≥ {b}, {hq}, {d}]: make it with "
+                                 "workspace(batch, num_q_heads, num_splits, device)")
+            q = ws["q"][:b].view(query.dtype)
+            self.module.tq_prep_query[(triton_cdiv(b * hq, PREP_ROWS),)](
+                query.contiguous(), self._device_consts(cache.device)["rot"], q, b * hq, qscale, BLOCK_M=PREP_ROWS,
+                **({"num_warps": 4} if cache.device.type == "cuda" else {}))
         self.module.tq_decode_split[(b * hk, splits)](
             q, cache, cache.view(torch.int16), block_table, seq_lens, klut, vlut, ws["acc"], ws["lse"],
-            block_table.stride(0), int(sliding_window or 0), splits,
+            block_table.stride(0), int(sliding_window or 0), splits, qscale,
             **layout_constexprs(s, hk), G=g, GP=gqa_rows(g), BLOCK_N=opts.block_n, **kw)
         out = out if out is not None else torch.empty(b, hq, d, dtype=query.dtype, device=query.device)
         sp = 1

@@ -3,7 +3,7 @@ B=32 L=32K and B=128 L=8K at D=128 (Hq 32, Hk 8), or with D=64 in the environmen
 SmolLM2 shape (Hq 9, Hk 3, D 64); LAYOUT=aos for AoS; SPLITS=0,4 times every combo at these split
 counts (0: the heuristic's choice for that combo; default 0); GRAPH=1 times by CUDA-graph replay
 (as tqgen tune and tqgen bench --cuda-graph; the eager and graph timings disagreed on lazy_max for k8v4 AoS
-and k3v4_nc SoA in sessions 11 and 12). A combo not in the table below is read as
+and k3v4_nc SoA in sessions 11 and 12); BUILD_ONLY=1 compiles the combos into the kernel cache and times nothing. A combo not in the table below is read as
 w<warps>b<blocks>[c<copies>][u<unroll>][d (dynamic shared memory)][s<stages>], e.g. w2b6c16, and any combo
 may be followed by +field=value CudaOptions changes, e.g. default+lazy_max=1, w2b4s4+lazy_max=0.
 Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET]
@@ -101,6 +101,8 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
     from tqgen.cuda_launch import build_binary, device_arch  # noqa: E402
     with ThreadPoolExecutor(8) as ex:  # nvcc runs in subprocesses: the combos compile in parallel
         list(ex.map(lambda v: _try(build_binary, v, device_arch(dev)), variants.values()))
+    if os.environ.get("BUILD_ONLY") == "1":  # compile into the kernel cache only (sweeps built in parallel first)
+        continue
     for k, v in variants.items():
         r = _try(load_variant, v)
         if isinstance(r, Exception):  # a combo can fail to build (e.g. static shared memory over 48 KB): reported
