@@ -3,6 +3,7 @@ with OP=store one store launch of 64K tokens (Hk 8, slots: whole blocks in rando
 BACKEND=triton the Triton variants (same kernel names: tq_decode_split, tq_store).
 
     ncu -k regex:tq_decode_split --section ... python bench/dbg/prof.py 4bit_nc:soa,k8v4:soa
+    ... python bench/dbg/prof.py k8v4:aos:4,k8v4:aos:6   # a third field: the decode's split count
 """
 import os
 import sys
@@ -20,7 +21,7 @@ from tqgen.triton_launch import load_triton  # noqa: E402
 dev = torch.device("cuda")
 B, L, HQ, HK = 32, 32768, 32, 8
 for item in sys.argv[1].split(","):
-    preset, layout = item.split(":")
+    preset, layout, *splits = item.split(":")
     spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
     kern = load_triton(spec, "sm90") if os.environ.get("BACKEND") == "triton" else load_cuda(spec, "sm90")
     if os.environ.get("OP") == "store":
@@ -36,7 +37,7 @@ for item in sys.argv[1].split(","):
         continue
     cache, bt, sl = paged(spec, B, L, HK, dev, kern)
     q = torch.randn(B, HQ, 128, device=dev, dtype=torch.bfloat16)
-    sp = kern.num_splits_for(B, HK, L, dev)
+    sp = int(splits[0]) if splits else kern.num_splits_for(B, HK, L, dev)
     ws = kern.workspace(B, HQ, sp, dev)
     out = torch.empty_like(q)
     kern.decode(q, cache, bt, sl, num_splits=sp, workspace=ws, out=out, check=False)
