@@ -132,6 +132,37 @@ def test_store_rejects_bad_input():
         kern.store(k.float(), k, cache, torch.tensor([0, 1, 2], dtype=torch.int32))
 
 
+def test_interpreter_rounds_to_bf16_like_the_gpu():
+    """fp32 / fp16 -> bf16 in the interpreter rounds to nearest even, as the GPU's cvt.rn.bf16.f32 and torch do
+    (tqgen.interpreter_fixes item 6; Triton 3.6's interpreter truncates: half of random values one unit low), with
+    ±inf, NaN, signed zeros, ties and the largest finite values; round toward zero stays available."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def cast(x_ptr, h_ptr, y_ptr, yh_ptr, z_ptr, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x = tl.load(x_ptr + i)
+        tl.store(y_ptr + i, x.to(tl.bfloat16))
+        tl.store(yh_ptr + i, tl.load(h_ptr + i).to(tl.bfloat16))
+        tl.store(z_ptr + i, x.to(tl.bfloat16, fp_downcast_rounding="rtz"))
+
+    n = 4096
+    x = torch.randn(n, generator=torch.Generator().manual_seed(3)) * 3
+    ties = torch.tensor([1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -8), 2 ** -130 * 3])  # halfway: to even
+    x[:10] = torch.cat([torch.tensor([float("inf"), -float("inf"), 0.0, -0.0, 3.39e38, -3.39e38]), ties])
+    h = x.clamp(-60000, 60000).half()
+    y, yh, z = (torch.empty(n, dtype=torch.bfloat16) for _ in range(3))
+    cast[(1,)](x, h, y, yh, z, N=n)
+    assert torch.equal(y.view(torch.int16), x.to(torch.bfloat16).view(torch.int16))
+    assert torch.equal(yh.view(torch.int16), h.to(torch.bfloat16).view(torch.int16))
+    trunc = (x.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)  # exact: low bits cleared
+    assert torch.equal(z[10:].float(), trunc[10:].float())
+    nan = torch.empty(n, dtype=torch.bfloat16)
+    cast[(1,)](torch.full((n,), float("nan")), h, nan, yh, torch.empty_like(z), N=n)
+    assert nan.isnan().all()
+
+
 @pytest.mark.parametrize("preset,dtype", [("4bit_nc", torch.bfloat16), ("3bit_nc", torch.float16)])
 def test_decode_rotates_the_query_in_its_own_kernel(preset, dtype):
     """Rotated keys: the decode's stage 0 (tq_prep_query) writes q · Πᵀ · scale · log2(e), computed in fp32 and

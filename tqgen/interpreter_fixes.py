@@ -10,6 +10,9 @@
    finite value as the GPU's satfinite conversion does.
 5. It cannot run ``tl.inline_asm_elementwise``; tqgen.ptx_emu executes the PTX the NVIDIA renderings
    use, so their whole kernels run on the CPU too (tests/test_triton_interp.py).
+6. Its fp32/fp16 → bf16 conversion truncates the mantissa (half of all values one unit low in magnitude); the
+   GPU rounds to nearest even (``cvt.rn.bf16.f32``), as torch does: such casts go through torch (an explicit
+   round-toward-zero request keeps the interpreter's own path).
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ def apply() -> None:
             bits = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}[y.dtype]
             out = y.view(bits).numpy()
             return out.view(np.uint32 if bits is torch.int32 else np.uint16)
+        if output_dtype is tl.bfloat16 and input_dtype in (tl.float32, tl.float16) and "RTZ" not in str(rounding_mode).upper():
+            y = to_torch(input, input_dtype).float().to(torch.bfloat16)  # round to nearest even, as the GPU
+            return y.view(torch.int16).numpy().view(np.uint16)
         return orig_convert(input, input_dtype, output_dtype, rounding_mode)
 
     I._convert_float = convert_float
