@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from tqgen import LayoutSpec
-from tqgen.ir import Rotation
 from tqgen import reference as ref
 from tqgen.testing import DECODE_TOL, Case, check_decode, compare_store, rel_err
 from tqgen.triton_launch import load_triton

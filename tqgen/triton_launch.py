@@ -137,8 +137,9 @@ class TritonKernels:
         d = self.spec.head_dim
         ws = {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
               "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
-        if self.spec.rotation is not Rotation.NONE:  # the rotated, scaled queries (tq_prep_query's output, 2 bytes
-            ws["q"] = torch.empty(batch, num_q_heads, d, dtype=torch.int16, device=device)  # each: viewed as bf16/fp16)
+        if self.spec.rotation is not Rotation.NONE:
+            # the rotated, scaled queries (tq_prep_query's output): 2 bytes each, viewed as the query's bf16 / fp16
+            ws["q"] = torch.empty(batch, num_q_heads, d, dtype=torch.int16, device=device)
         return ws
 
     def query_scale(self, head_dim: int, scale: float) -> float:
@@ -180,10 +181,11 @@ class TritonKernels:
             if "q" not in ws or ws["q"].shape[0] < b or ws["q"].shape[1:] != (hq, d):
                 raise ValueError(f"workspace lacks the rotated queries' buffer 'q' [≥ {b}, {hq}, {d}]: make it with "
                                  "workspace(batch, num_q_heads, num_splits, device)")
-            q = ws["q"][:b].view(query.dtype)
+            rq = ws["q"][:b].view(query.dtype)
             self.module.tq_prep_query[(triton_cdiv(b * hq, PREP_ROWS),)](
-                query.contiguous(), self._device_consts(cache.device)["rot"], q, b * hq, qscale, BLOCK_M=PREP_ROWS,
+                q, self._device_consts(cache.device)["rot"], rq, b * hq, qscale, BLOCK_M=PREP_ROWS,
                 **({"num_warps": 4} if cache.device.type == "cuda" else {}))
+            q = rq
         self.module.tq_decode_split[(b * hk, splits)](
             q, cache, cache.view(torch.int16), block_table, seq_lens, klut, vlut, ws["acc"], ws["lse"],
             block_table.stride(0), int(sliding_window or 0), splits, qscale,
