@@ -23,8 +23,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .ir import Rotation, Target, Vendor
-from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs
+from .ir import Target, Vendor
+from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs, rotates
 from .variants import Variant
 
 GPU_TARGETS = {
@@ -55,7 +55,7 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
     o = v.options
     dt = "bf16"
     g = EXAMPLE_GQA if v.kind == "generic" else 8
-    rotated = v.spec.rotation is not Rotation.NONE  # the decode reads tq_prep_query's queries
+    rotated = rotates(v.spec)  # the decode reads tq_prep_query's queries
     prep = {"tq_prep_query": ({"q_ptr": f"*{dt}", "rot_ptr": "*fp32", "out_ptr": f"*{dt}", "n_rows": "i32", "qscale": "fp32"},
                               {"BLOCK_M": PREP_ROWS})} if rotated else {}
     return prep | {

@@ -262,7 +262,7 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
         log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
-        rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT),
+        rotate=rotates(spec),
     )
 
 
@@ -312,6 +312,12 @@ def _layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> tuple[tuple[str, 
 
 #: query rows a tq_prep_query program rotates (the decode's stage 0 for rotated keys)
 PREP_ROWS = 16
+
+
+def rotates(spec: LayoutSpec) -> bool:
+    """Whether the Triton kernels rotate (the store's keys, the decode's queries by tq_prep_query, the dequant's keys
+    back): the Hadamard-type rotations, the only ones Triton lowers (``triton_reasons``)."""
+    return spec.rotation in (Rotation.HADAMARD, Rotation.RHT)
 
 
 def gqa_rows(g: int) -> int:

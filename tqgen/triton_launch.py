@@ -26,7 +26,7 @@ import torch
 from . import reference as ref
 from .codebook import lloyd_max
 from .ir import LayoutSpec, Rotation, Target, Vendor
-from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs, make_variant
+from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs, make_variant, rotates
 from .build import variant_dir
 from .variants import Variant
 
@@ -68,7 +68,7 @@ class TritonKernels:
             if not s.key_codec.is_fp8:
                 cent, mid = ref._codebook(s, device)
                 c.update(mid=mid.contiguous(), cent=cent.contiguous())
-            if s.rotation is not Rotation.NONE:  # (fp8 keys may be rotated too)
+            if rotates(s):  # (fp8 keys may be rotated too)
                 from .rotation import random_signs
                 signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
                     else np.ones(s.head_dim, dtype=np.float32)
@@ -137,16 +137,16 @@ class TritonKernels:
         d = self.spec.head_dim
         ws = {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
               "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
-        if self.spec.rotation is not Rotation.NONE:
+        if rotates(self.spec):
             # the rotated, scaled queries (tq_prep_query's output): 2 bytes each, viewed as the query's bf16 / fp16
             ws["q"] = torch.empty(batch, num_q_heads, d, dtype=torch.int16, device=device)
         return ws
 
-    def query_scale(self, head_dim: int, scale: float) -> float:
+    def query_scale(self, scale: float) -> float:
         """The decode's query factor: softmax scale · log2(e), / sqrt(D) with a rotation (tq_prep_query's
         Hadamard transform is unnormalised)."""
         s = scale * LOG2E
-        return s / math.sqrt(head_dim) if self.spec.rotation is not Rotation.NONE else s
+        return s / math.sqrt(self.spec.head_dim) if rotates(self.spec) else s
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
@@ -176,8 +176,8 @@ class TritonKernels:
         klut, vlut = self._luts(cache.device, query.dtype)
         opts = self.variant.options
         kw = self._launch_kw(cache.device, decode=True)
-        q, qscale = query.contiguous(), self.query_scale(d, scale)
-        if s.rotation is not Rotation.NONE:  # q · Πᵀ · scale · log2(e) in fp32, rounded once to the query's type
+        q, qscale = query.contiguous(), self.query_scale(scale)
+        if rotates(s):  # q · Πᵀ · scale · log2(e) in fp32, rounded once to the query's type
             if "q" not in ws or ws["q"].shape[0] < b or ws["q"].shape[1:] != (hq, d):
                 raise ValueError(f"workspace lacks the rotated queries' buffer 'q' [≥ {b}, {hq}, {d}]: make it with "
                                  "workspace(batch, num_q_heads, num_splits, device)")
