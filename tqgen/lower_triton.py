@@ -240,6 +240,8 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         k_parts=k_parts, v4_parts=v4_parts, v_parts=v_parts,
         # which keys the parts are: 4-bit ones from int32 words (_ptx_k4p), or 3-bit 3-byte groups (_ptx_k3p)
         k_words=bool(k_parts) and kp.bits == 4, k3_parts=bool(k_parts) and kp.bits == 3,
+        # _ptx_k3p's lookup selectors: nibble-spread byte k of each of its two groups side by side
+        k3_sel=[f"0x{k | (4 + k) << 4:04x}" for k in range(4)],
         # the decode's value accumulators (rescaled together when a row maximum grows)
         accs=[f"acc{j}" for j in range(v_parts)] if v_parts else (["acc", "acc_o"] if ptx_v4 else ["acc"]),
         # 3-bit keys with the norm correction (AoS) keep the table gather: 7.5-7.9 vs 8.2 % of the ceiling (3bit_nc
