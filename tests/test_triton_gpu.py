@@ -72,7 +72,6 @@ def test_decode_at_other_head_dims(preset, layout, head_dim):
     check_decode(kern, spec, case, cache, 700, what=f"{preset} {layout} D{head_dim}")
 
 
-
 @pytest.mark.parametrize("preset,layout", [("4bit_nc", "soa"), ("3bit_nc", "aos")])
 def test_split_count_is_a_runtime_argument(preset, layout):
     """The Triton decode's split count: 64 one-warp programs an SM on sm90 (B=32 L=32K Hk 8 on the H200's 132 SMs:
