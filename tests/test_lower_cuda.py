@@ -1,5 +1,6 @@
 """The C++ lowering without a GPU: eligibility reasons, spelling tables, constants, addressing, the CLI."""
 
+import dataclasses
 import struct
 
 import numpy as np
@@ -211,56 +212,77 @@ def _lds_bytes(word, b: int, n: int, reads: int) -> tuple[bytes, list[int]]:
     return b"".join(x.to_bytes(4, "little") for x in out)[:n], idx
 
 
-@pytest.mark.parametrize("preset,layout,d", [("4bit_nc", "aos", 128), ("k8v4", "aos", 128), ("k3v4_nc", "aos", 128),
-                                             ("3bit_nc", "aos", 128), ("k3v4_nc", "soa", 64)])
-def test_aos_line_reads_assemble_each_slot(preset, layout, d):
+@pytest.mark.parametrize("preset,layout,d,group", [("4bit_nc", "aos", 128, 1), ("k8v4", "aos", 128, 1),
+                                                   ("k3v4_nc", "aos", 128, 1), ("3bit_nc", "aos", 128, 1),
+                                                   ("k3v4_nc", "soa", 64, 1), ("k8v4", "aos", 128, 8),
+                                                   ("4bit_nc", "aos", 128, 4), ("3bit_nc", "aos", 64, 8),
+                                                   ("k3v4_nc", "aos", 128, 2)])
+def test_aos_line_reads_assemble_each_slot(preset, layout, d, group):
     """AoS line loads, re-enacted: a block of slots (KV heads 1..16, the tile's 16 tokens), copied as
     the kernel's issue_tile does (the 16-byte chunks that reach into each slot, row t of NCP chunks,
     chunk c at c ^ swz(t)), then read as read_tile does (tq_lds_bytes_at at the slot's shift + piece,
     the fields as 2-byte halves of their words): every piece and field comes back exactly, and no
     copy leaves the block. SoA records that are not whole chunks (k3v4_nc, head_dim 64) take the same
-    copies and reads (their fields are runs, as with whole-chunk records)."""
+    copies and reads (their fields are runs, as with whole-chunk records). Head-group rows (``group``
+    heads a block, CudaOptions.head_groups): the block copies the group's slots as one row per token,
+    every 16-byte chunk of the block once (with a row per head, the chunks two slots share are copied
+    twice), and warp w reads head min(hg0 + w, hk - 1)'s slot at its offset in the row."""
     import random
 
     from tqgen.lower_cuda import _line_loads, platform_for
     spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d)
     bl = derive_layout(spec)
-    ln = _line_loads(spec, platform_for(Target.SM90, "generic"))
+    ln = _line_loads(spec, platform_for(Target.SM90, "generic"), group)
     assert ln["aos"] and ln["slot"] == (bl.slot_bytes if layout == "aos" else bl.kd + bl.vd)
-    assert ln["runs"] == (layout == "soa")
+    assert ln["runs"] == (layout == "soa") and ln["group"] == group
     kq, vq = bl.kd // 4, bl.vd // 8
     swz = lambda t: (ln["sa"] * ((t >> 1) & 3)) ^ (ln["sb"] * (t & 1))
+    assert all(c ^ swz(t) < ln["ncp"] for t in range(16) for c in range(ln["nc"]))
     rng = random.Random(7)
     for hk in (1, 3, 8, 16):
         page = bl.page(hk)
         k = page["k_data"]
         blk = bytes(rng.randrange(256) for _ in range(page.block_bytes))
-        for h in range(hk):
+        copied = []  # source chunks of every copy (all groups)
+        for hg0 in range(0, hk, group):
+            nh = min(group, hk - hg0)
             row = {}
             for t in range(16):
-                start = k.offset + h * k.head_stride + t * k.token_stride
+                start = k.offset + hg0 * k.head_stride + t * k.token_stride
                 o = start % 16
                 for c in range(ln["nc"]):
-                    if 16 * c < o + ln["slot"]:  # the kernel's predicate
+                    if 16 * c < o + nh * ln["slot"]:  # the kernel's predicate
                         src = start - o + 16 * c
                         assert src + 16 <= page.block_bytes
+                        assert (t, c ^ swz(t)) not in row
                         row[(t, c ^ swz(t))] = blk[src:src + 16]
+                        copied.append(src)
             word = lambda t, wi: int.from_bytes(row[(t, (wi >> 2) ^ swz(t))][4 * (wi & 3):4 * (wi & 3) + 4], "little")
             lds_bytes = lambda t, b, n, reads: _lds_bytes(lambda i: word(t, i), b, n, reads)[0]
-            for t in range(16):
-                start = k.offset + h * k.head_stride + t * k.token_stride
-                o = start % 16
-                slot = blk[start:start + ln["slot"]]
-                for r in range(4):
-                    assert lds_bytes(t, o + r * kq, kq, ln["rk"]) == slot[r * kq:(r + 1) * kq]
-                for g in range(8):
-                    b0 = ln["vo"] + g * vq
-                    assert lds_bytes(t, o + b0, vq, ln["rv"]) == slot[b0:b0 + vq]
-                for f in ("fk", "fvs", "fvz"):
-                    if ln[f] >= 0:
-                        b = o + ln[f]
-                        got = (word(t, b >> 2) >> (8 * (b & 2))) & 0xFFFF
-                        assert got == int.from_bytes(slot[ln[f]:ln[f] + 2], "little"), (hk, h, t, f)
+            for w in range(group):
+                h = min(hg0 + w, hk - 1)
+                wo = (h - hg0) * ln["slot"]
+                for t in range(16):
+                    start = k.offset + h * k.head_stride + t * k.token_stride
+                    o = (start - wo) % 16
+                    slot = blk[start:start + ln["slot"]]
+                    for r in range(4):
+                        assert lds_bytes(t, o + wo + r * kq, kq, ln["rk"]) == slot[r * kq:(r + 1) * kq]
+                    for g in range(8):
+                        b0 = ln["vo"] + g * vq
+                        assert lds_bytes(t, o + wo + b0, vq, ln["rv"]) == slot[b0:b0 + vq]
+                    for f in ("fk", "fvs", "fvz"):
+                        if ln[f] >= 0:
+                            b = o + wo + ln[f]
+                            got = (word(t, b >> 2) >> (8 * (b & 2))) & 0xFFFF
+                            assert got == int.from_bytes(slot[ln[f]:ln[f] + 2], "little"), (hk, h, t, f)
+        if group > 1 and hk == group and k.token_stride % 16 == 0:
+            # one group, token rows of whole chunks (8 heads of an even slot): each chunk of the tile once,
+            # where a row per head copies the chunks two neighbour slots share once for each
+            assert len(copied) == len(set(copied)) == k.token_stride
+            per_head = sum(((k.offset + h * k.head_stride + t * k.token_stride) % 16 + ln["slot"] + 15) // 16
+                           for h in range(hk) for t in range(16))
+            assert per_head > len(copied)
 
 
 @pytest.mark.parametrize("kd,vd", [(48, 48), (24, 24), (48, 64), (64, 64), (32, 32)])
@@ -485,3 +507,28 @@ def test_options_take_field_value_changes():
     for bad in ("bogus=1", "stages"):
         with pytest.raises(ValueError, match="decode_warps"):
             CudaOptions().with_changes([bad])
+
+
+def test_head_groups_size_one_stage_for_the_block_and_free_the_split_count():
+    """Head groups (CudaOptions.head_groups): on AoS the block's warps share one set of rows a stage (the
+    group's slots side by side), so the dynamic shared memory holds stages x one group's rows (a warp per
+    head: stages x warps x a slot's rows) and at least the group's query octets; the kernel takes the group
+    rows only on AoS; a block is one split, so split counts need not be multiples of its warps."""
+    from tqgen.lower_cuda import _aos_shifts, _line_loads, _slot_lines, decode_dynamic_smem, line_group, platform_for
+    pf = platform_for(Target.SM90, "generic")
+    aos = LayoutSpec.from_preset("k8v4", layout="aos", head_dim=128)
+    soa = LayoutSpec.from_preset("k8v4", layout="soa", head_dim=128)
+    grouped = CudaOptions(decode_warps=8, decode_min_blocks=1, head_groups=True, dyn_smem=True)
+    per_warp = dataclasses.replace(grouped, head_groups=False)
+    assert (grouped.split_step(), per_warp.split_step()) == (1, 8)
+    assert (line_group(aos, grouped), line_group(soa, grouped), line_group(aos, per_warp)) == (8, 1, 1)
+    g8, g1 = _line_loads(aos, pf, 8), _line_loads(aos, pf, 1)
+    assert g8["nc"] == (max(_aos_shifts(aos)) + 8 * g8["slot"] + 15) // 16 and g8["ncp"] >= g8["nc"]
+    assert decode_dynamic_smem(aos, Target.SM90, "generic", grouped) == 4 * max(3 * 16 * g8["ncp"] * 4, 8 * 8 * 128)
+    assert decode_dynamic_smem(aos, Target.SM90, "generic", per_warp) == 4 * max(3 * 8 * 16 * g1["ncp"] * 4, 8 * 128)
+    assert "#define TQ_GROUP_ROWS 1" in render_cuda(make_variant(aos, "sm90", options=grouped))
+    assert "#define TQ_GROUP_ROWS 0" in render_cuda(make_variant(soa, "sm90", options=grouped))
+    assert "#define TQ_GROUP_ROWS 0" in render_cuda(make_variant(aos, "sm90", options=per_warp))
+    with pytest.raises(ValueError, match="group rows are AoS slots"):
+        _slot_lines(LayoutSpec.from_preset("k3v4_nc", layout="soa", head_dim=64), 56, 24, nmeta=3, group=2)
+

@@ -135,7 +135,7 @@ def test_the_committed_h200_table_is_live_and_complete():
                 t = tables[tuning.variant_key(v)]
                 assert tuning.options_match(t.options, cuda_options(v.spec, Target.SM90).to_dict())
                 assert (t.shape["num_q_heads"], t.shape["num_kv_heads"]) == (hq, hk)
-                w = v.options.decode_warps
+                w = v.options.split_step()  # a multiple of the block's warps (1 with head groups)
                 # every grid point whose caches fit the tuner's memory limit
                 fits = [(b * hk, tuning.tiles_of(L)) for b in tuning.DEFAULT_BATCHES for L in tuning.DEFAULT_SEQ_LENS
                         if math.prod(tuning.grid_cache(v.spec, hk, b, L)) <= tuning.MAX_TUNE_BYTES]

@@ -336,7 +336,9 @@ class CudaKernels:
         sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
         o = self.variant.options
         per_sm = 16 if self.variant.target.info.vendor is Vendor.AMD else o.decode_min_blocks * o.decode_warps
-        return decode_splits(batch * num_kv_heads, max_seq_len, sms * per_sm, o.decode_warps)
+        # head groups: a block is a (sequence, split) of decode_warps heads (its idle warps past the last head count)
+        heads = math.ceil(num_kv_heads / o.decode_warps) * o.decode_warps if o.head_groups else num_kv_heads
+        return decode_splits(batch * heads, max_seq_len, sms * per_sm, o.split_step())
 
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
         d = self.spec.head_dim
@@ -370,8 +372,10 @@ class CudaKernels:
         if b == 0:
             return out
         stream = self._stream(cache.device)
-        w = self.variant.options.decode_warps
-        self.driver.launch(self._fn("decode_split", q.dtype), (math.ceil(splits / w), hk * math.ceil(g / QUERIES_PER_WARP), b), 32 * w, [
+        o = self.variant.options
+        w, octets = o.decode_warps, math.ceil(g / QUERIES_PER_WARP)
+        grid = (splits, math.ceil(hk / w) * octets, b) if o.head_groups else (math.ceil(splits / w), hk * octets, b)
+        self.driver.launch(self._fn("decode_split", q.dtype), grid, 32 * w, [
             _ptr(q), _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(ws["acc"]),
             _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
             ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream,

@@ -232,6 +232,11 @@ class CudaOptions:
     # tiles, rarely after them) instead of on every tile: 4-6 % fewer SASS instructions a tile at head_dim
     # 128, 6-10 % at 64 (tests/data/sass_tile_sm90.json, hot_per_tile)
     lazy_max: bool = True
+    # decode: a block's warps are decode_warps neighbour KV heads of one (sequence, split) rather than decode_warps
+    # splits of one head; the launcher's grid follows (x: splits, y: head groups x query octets). AoS: the block
+    # copies its heads' slots (side by side in each token's row) together, each 16-byte chunk once, where a warp
+    # per head copies the chunk two neighbour slots share twice (lower_cuda._aos_line_loads)
+    head_groups: bool = False
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -257,6 +262,11 @@ class CudaOptions:
         if not 1 <= self.decode_min_blocks <= 16:
             r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..16"))
         return r
+
+    def split_step(self) -> int:
+        """Decode split counts are multiples of this: the block's warps (a warp a split), or 1 with
+        ``head_groups`` (a block a split: its warps are heads)."""
+        return 1 if self.head_groups else self.decode_warps
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -345,6 +355,13 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "k8v4 AoS, head_dim 128: the maximum reduced on every tile. Same run, tqgen bench targets (CUDA "
                    "graphs) vs the vote: x SDPA 1.98 / 1.88 vs 1.91 / 1.87 (B=32 L=32K / B=128 L=8K), while every "
                    "3-/4-bit Lloyd-Max decode gained 2-5 % (bench/results/h200-2026-12-01-ab16-lazy-max.md)"),
+    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "fp8_e4m3fn"), ("head_dim", 128)), (("head_groups", True),),
+                   "k8v4 AoS, head_dim 128: a block's 2 warps are neighbour KV heads copying their slots as one row "
+                   "a token (each 16-byte chunk once). tqgen bench targets, CUDA graphs, both trees tuned in the same "
+                   "run, twice: B=32 L=32K 478 -> 470-471 us (x SDPA 1.98 -> 2.02), B=128 L=8K 507-508 -> 477-478 "
+                   "us (1.88 -> 2.00); B=1 L=4K 17.9 -> 22 us (each block rotates both heads' queries: the prologue "
+                   "is per warp, not per pair of warps). Groups of 4 or 8 heads (a block barrier of 4-8 warps a "
+                   "tile) and the 3-/4-bit-key AoS decodes: slower (bench/results/h200-2026-12-02-ab27-head-group-rows.md)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
                                  ("head_dim", 128)), (("lazy_max", False),),
                    "k3v4_nc SoA, head_dim 128: the maximum reduced on every tile. Same run vs the vote: x SDPA "
@@ -649,23 +666,31 @@ def line_swizzle(kd: int, vd: int) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=None)
-def line_swizzle_aos(kd: int, vd: int, vo: int, nc: int, shifts: tuple[int, ...]) -> tuple[int, int, int, int]:
+def line_swizzle_aos(kd: int, vd: int, vo: int, nc: int, shifts: tuple[int, ...],
+                     octets: bool = False) -> tuple[int, int, int, int]:
     """AoS rows: (wavefronts, ncp, sa, sb) with the fewest wavefronts over every shift; rows of the
     ``nc`` chunks a slot can span (unswizzled, or one more: an odd chunk count staggers the banks) or
-    of a power of two of chunks with a swizzle; ties go to the fewest chunks."""
+    of a power of two of chunks with a swizzle; ties go to the fewest chunks. ``octets`` (the long
+    rows of a head group's slots): the swizzled rows are ``nc`` rounded up to a multiple of 8 chunks
+    and the swizzle stays inside each aligned octet of chunks (swz(t) < 8)."""
     reads = _reads_for(kd, vd, vo, shifts)
     cands = [(n, 0, 0) for n in (nc, nc + 1)]
-    p2 = _pow2_at_least(nc)
-    cands += [(p2, sa, sb) for sa in range(p2) for sb in range(p2) if sa * 3 < p2 and (sa or sb)]
+    p2 = -(-nc // 8) * 8 if octets else _pow2_at_least(nc)
+    lim = min(p2, 8) if octets else p2
+    cands += [(p2, sa, sb) for sa in range(lim) for sb in range(lim) if sa * 3 < lim and (sa or sb)]
     return min((line_conflicts(kd, vd, n, sa, sb, vo, shifts, reads), n, sa, sb) for n, sa, sb in cands)
 
 
-def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
+def _aos_line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[str, Any] | None:
     """AoS line loads: a token-head's slot (K, V and fp16 fields, 2-byte aligned) starts o = its
     offset mod 16 into a 16-byte chunk (o depends on the token's place in its block only: the same
     for every tile), so the warp copies the chunks that cover each of the tile's 16 slots (16 bytes a
     lane; consecutive slots share lines) into rows and reads fragments at o + their slot offset, as
-    aligned 4-byte words funnel-shifted (``tq_lds_bytes_at``), the fields as 2-byte halves."""
+    aligned 4-byte words funnel-shifted (``tq_lds_bytes_at``), the fields as 2-byte halves.
+    ``group`` > 1 (``CudaOptions.head_groups``): the block's warps are ``group`` neighbour KV heads,
+    whose slots lie side by side in each token's row; the block copies the chunks of the group's
+    slots together (each 16-byte chunk once, where each warp alone would copy the chunks it shares
+    with its neighbours again) into one row per token, and each warp reads its slot at its offset."""
     if not _pipeline_ok(spec, platform):
         return None
     bl = derive_layout(spec)
@@ -686,26 +711,31 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | No
     k = page["k_data"]
     rel = {f: page[f].offset - k.offset for f in ["v_data"] + names}
     return _slot_lines(spec, bl.slot_bytes, rel["v_data"], nmeta=0, fk=rel.get("k_norm", -1), fvs=rel["v_scale"],
-                       fvz=rel["v_zero"])
+                       fvz=rel["v_zero"], group=group)
 
 
 def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, fvs: int = -1,
-                fvz: int = -1) -> dict[str, Any]:
+                fvz: int = -1, group: int = 1) -> dict[str, Any]:
     """The line-load plan of records copied as unaligned slots (``slot`` bytes, V ``vo`` bytes after
     K, starting at any of ``_aos_shifts`` in their first chunk): AoS slots with their fp16 fields at
-    slot bytes fk / fvs / fvz, or SoA records whose ``nmeta`` fields are runs (``runs``)."""
+    slot bytes fk / fvs / fvz, or SoA records whose ``nmeta`` fields are runs (``runs``). ``group``
+    AoS slots side by side make one row (``_aos_line_loads``): ``nc`` chunks reach over all of them,
+    and the bank-conflict model counts every warp's reads (its slot at w·slot bytes into the row)."""
+    if group > 1 and nmeta:
+        raise ValueError(f"group rows are AoS slots side by side; records with field runs take none (group={group})")
     bl = derive_layout(spec)
     shifts = _aos_shifts(spec)
-    nc = (max(shifts) + slot + 15) // 16  # chunks a slot can reach into
-    wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, shifts)
-    rk, rv = _reads_for(bl.kd, bl.vd, vo, shifts)
+    nc = (max(shifts) + group * slot + 15) // 16  # chunks the group's slots can reach into
+    reads_at = tuple(sorted({o + w * slot for o in shifts for w in range(group)}))
+    wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, reads_at, octets=group > 1)
+    rk, rv = _reads_for(bl.kd, bl.vd, vo, reads_at)
     kq, vq = bl.kd // 4, bl.vd // 8
-    return dict(aos=True, runs=nmeta > 0, slot=slot, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=nmeta, vo=vo,
+    return dict(aos=True, runs=nmeta > 0, slot=slot, group=group, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=nmeta, vo=vo,
                 fk=fk, fvs=fvs, fvz=fvz, wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
                 wavefronts=wavefronts)
 
 
-def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
+def _line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[str, Any] | None:
     """Decode line loads (SoA, cp.async pipeline): a token-head's K and V bytes are one contiguous
     record of 16-byte chunks, so the warp copies each tile's 16 records whole, 16 bytes a lane
     (full 128-byte lines; H200: 83 % of the copy ceiling with no compute vs 59 % for per-fragment
@@ -714,7 +744,7 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
     not allow it. Pieces that are not whole aligned words (``rk``/``rv`` > 0) are read as that many
     aligned 4-byte words and funnel-shifted."""
     if spec.layout is Layout.AOS:
-        return _aos_line_loads(spec, platform)
+        return _aos_line_loads(spec, platform, group)
     if not _pipeline_ok(spec, platform) or not _meta_pairs(spec):
         return None
     bl = derive_layout(spec)
@@ -741,9 +771,15 @@ def _line_loads(spec: LayoutSpec, platform: Platform) -> dict[str, Any] | None:
         return _slot_lines(spec, rec, bl.kd, nmeta=len(names))
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
     rk, rv = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
-    return dict(aos=False, runs=True, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
+    return dict(aos=False, runs=True, group=1, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
                 wk=_lds_width(bl.kd // 4), wv=_lds_width(bl.vd // 8), rk=rk, rv=rv,
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
+
+
+def line_group(spec: LayoutSpec, options: CudaOptions) -> int:
+    """KV heads whose slots a decode block copies as one row per token (``_aos_line_loads``): its
+    ``decode_warps`` heads with ``head_groups`` on an AoS layout, else 1 (each warp its own rows)."""
+    return options.decode_warps if options.head_groups and spec.layout is Layout.AOS else 1
 
 
 def _pair_table(spec: LayoutSpec, platform: Platform, options: CudaOptions) -> tuple[int, int]:
@@ -761,12 +797,14 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
     if not options.dyn_smem:
         return 0
     platform = platform_for(target, kind)
-    lines = _line_loads(spec, platform)
+    group = line_group(spec, options)
+    lines = _line_loads(spec, platform, group)
     if lines is None:
         raise ValueError(f"dyn_smem: {spec.preset_name or spec} on {target} has no line-load pipeline to place; "
                          "use the static layout (dyn_smem=False)")
-    lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"]
-    words = max(options.stages * options.decode_warps * lw, 8 * spec.head_dim)
+    lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"]  # one stage's rows (a warp's; a head group's: the block's)
+    qheads = options.decode_warps if options.head_groups else 1  # query octets in shared memory
+    words = max(options.stages * (options.decode_warps // group) * lw, 8 * qheads * spec.head_dim)
     kbits, copies = _pair_table(spec, platform, options)
     table = (1 << (2 * kbits)) * copies if copies else 0
     if table and kbits == 3:
@@ -836,7 +874,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         for w in range(spec.head_dim // 32):
             signs.append(str(sum(1 << i for i in range(32) if s[32 * w + i] < 0)))
     platform = platform_for(target, kind)
-    lines = _line_loads(spec, platform) if options.stages >= 2 else None
+    lines = _line_loads(spec, platform, line_group(spec, options)) if options.stages >= 2 else None
     kbits, pair_copies = _pair_table(spec, platform, options)
     vplan = value_windows(spec.value_bits, bl.vd // 8) if spec.value_bits < 8 else ()
     return dict(

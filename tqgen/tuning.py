@@ -193,7 +193,7 @@ def tuned_splits(variant, device_name: str, units: int, max_seq_len: int) -> int
     t = tables_for(device_name).get(variant_key(variant))
     if t is None or not options_match(t.options, variant.options.to_dict()):
         return None
-    return t.splits_for(units, max_seq_len, variant.options.decode_warps)
+    return t.splits_for(units, max_seq_len, variant.options.split_step())
 
 
 # ------------------------------------------------------------------------------ the tuner (GPU)
@@ -263,7 +263,7 @@ def tune_variant(kern, hq: int, hk: int, batches, seq_lens, dev, say: Callable[[
     import torch
     from . import reference as ref
     spec, v = kern.spec, kern.variant
-    w, d, bs = v.options.decode_warps, spec.head_dim, spec.block_size
+    w, d, bs = v.options.split_step(), spec.head_dim, spec.block_size
     pts = []
     for L in seq_lens:
         for b in batches:
