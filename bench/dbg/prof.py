@@ -4,6 +4,7 @@ BACKEND=triton the Triton variants (same kernel names: tq_decode_split, tq_store
 
     ncu -k regex:tq_decode_split --section ... python bench/dbg/prof.py 4bit_nc:soa,k8v4:soa
     ... python bench/dbg/prof.py k8v4:aos:4,k8v4:aos:6   # a third field: the decode's split count
+    B=1 L=4096 OPTS=head_groups=0 ... python bench/dbg/prof.py k8v4:aos:64   # other shapes; CudaOptions changes
 """
 import os
 import sys
@@ -14,16 +15,23 @@ sys.path.insert(0, "bench")
 from cuda_h200 import paged  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
-from tqgen.cuda_launch import load_cuda  # noqa: E402
+from tqgen.cuda_launch import load_cuda, load_variant  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
+from tqgen.lower_cuda import cuda_options, make_variant  # noqa: E402
 from tqgen.triton_launch import load_triton  # noqa: E402
 
 dev = torch.device("cuda")
-B, L, HQ, HK = 32, 32768, 32, 8
+B, L, HQ, HK = int(os.environ.get("B", 32)), int(os.environ.get("L", 32768)), 32, 8
+OPTS = [c for c in os.environ.get("OPTS", "").split(",") if c]  # CudaOptions field=value changes (C++ only)
 for item in sys.argv[1].split(","):
     preset, layout, *splits = item.split(":")
     spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
-    kern = load_triton(spec, "sm90") if os.environ.get("BACKEND") == "triton" else load_cuda(spec, "sm90")
+    if os.environ.get("BACKEND") == "triton":
+        kern = load_triton(spec, "sm90")
+    elif OPTS:
+        kern = load_variant(make_variant(spec, "sm90", options=cuda_options(spec, Target.SM90).with_changes(OPTS)))
+    else:
+        kern = load_cuda(spec, "sm90")
     if os.environ.get("OP") == "store":
         n = 65536
         slots = (torch.randperm(n // 16, device=dev)[torch.arange(n, device=dev) // 16] * 16
