@@ -359,8 +359,8 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "k8v4 AoS, head_dim 128: a block's 2 warps are neighbour KV heads copying their slots as one row "
                    "a token (each 16-byte chunk once). tqgen bench targets, CUDA graphs, both trees tuned in the same "
                    "run, twice: B=32 L=32K 478 -> 470-471 us (x SDPA 1.98 -> 2.02), B=128 L=8K 507-508 -> 477-478 "
-                   "us (1.88 -> 2.00); B=1 L=4K 17.9 -> 22 us (each block rotates both heads' queries: the prologue "
-                   "is per warp, not per pair of warps). Groups of 4 or 8 heads (a block barrier of 4-8 warps a "
+                   "us (1.88 -> 2.00); B=1 L=4K 17.9 -> 22 us (each warp prepares its own head's queries), 18.6 with "
+                   "the real-queries prologue (-ab28-prologue-real-queries.md). Groups of 4 or 8 heads (a block barrier of 4-8 warps a "
                    "tile) and the 3-/4-bit-key AoS decodes: slower (bench/results/h200-2026-12-02-ab27-head-group-rows.md)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
                                  ("head_dim", 128)), (("lazy_max", False),),
