@@ -529,6 +529,8 @@ def test_head_groups_size_one_stage_for_the_block_and_free_the_split_count():
     assert "#define TQ_GROUP_ROWS 1" in render_cuda(make_variant(aos, "sm90", options=grouped))
     assert "#define TQ_GROUP_ROWS 0" in render_cuda(make_variant(soa, "sm90", options=grouped))
     assert "#define TQ_GROUP_ROWS 0" in render_cuda(make_variant(aos, "sm90", options=per_warp))
+    assert [x.field for x in grouped.reasons(Target.GFX942)] == ["dyn_smem", "head_groups"]
+    assert not dataclasses.replace(grouped, dyn_smem=False).reasons(Target.SM90)
     with pytest.raises(ValueError, match="group rows are AoS slots"):
         _slot_lines(LayoutSpec.from_preset("k3v4_nc", layout="soa", head_dim=64), 56, 24, nmeta=3, group=2)
 

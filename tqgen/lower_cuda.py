@@ -259,6 +259,9 @@ class CudaOptions:
             r.append(Reason("dyn_smem", True, [False], "dynamic shared memory holds the cp.async pipeline (stages >= 2)"))
         if self.dyn_smem and target.info.vendor is not Vendor.NVIDIA:
             r.append(Reason("dyn_smem", True, [False], "the launcher sets the dynamic shared-memory limit on CUDA only"))
+        if self.head_groups and target.info.vendor is not Vendor.NVIDIA:
+            r.append(Reason("head_groups", True, [False], "head-group blocks are built and verified for NVIDIA targets "
+                                                          "only (a HIP block's logical warps share a wave64)"))
         if not 1 <= self.decode_min_blocks <= 16:
             r.append(Reason("decode_min_blocks", self.decode_min_blocks, "1..16"))
         return r
@@ -791,8 +794,8 @@ def _pair_table(spec: LayoutSpec, platform: Platform, options: CudaOptions) -> t
 
 def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> int:
     """Bytes of dynamic shared memory the decode kernel takes with ``options.dyn_smem`` (0 without): the
-    line-load pipeline (stages x warps x one warp's stage, at least the 8 x D float query rows it
-    replaces) and the pair table (entries x copies, twice that where it is addressed by OR from a base
+    line-load pipeline (stages x warps x one warp's rows, or stages x one head group's rows with
+    ``head_groups`` on AoS; at least the 8 x D float query rows of each of the block's heads it replaces) and the pair table (entries x copies, twice that where it is addressed by OR from a base
     aligned to its size). The kernel static_asserts that its carve-up fits."""
     if not options.dyn_smem:
         return 0
