@@ -534,3 +534,29 @@ def test_head_groups_size_one_stage_for_the_block_and_free_the_split_count():
     with pytest.raises(ValueError, match="group rows are AoS slots"):
         _slot_lines(LayoutSpec.from_preset("k3v4_nc", layout="soa", head_dim=64), 56, 24, nmeta=3, group=2)
 
+
+
+@pytest.mark.parametrize("head_groups,warps", [(False, 2), (False, 4), (True, 2), (True, 4), (True, 8)])
+def test_decode_grid_covers_every_split_head_and_octet_once(head_groups, warps):
+    """The launcher's grid (cuda_launch.decode_grid) with the kernel's mapping of (block, warp) to (split, KV
+    head, query octet) re-enacted (tq_decode_impl: with head_groups blockIdx.x is the split and warp w of head
+    group blockIdx.y / QH takes head hg0 + w, a warp past the last head idle; else blockIdx.x · warps + warp is the
+    split, past the last one idle): every (sequence, split, head, octet) is some warp's exactly once."""
+    from tqgen.cuda_launch import decode_grid
+    o = CudaOptions(decode_warps=warps, head_groups=head_groups)
+    for splits, hk, g, b in ((1, 1, 1, 1), (3, 3, 3, 2), (7, 8, 4, 1), (64, 8, 4, 1), (5, 5, 9, 2), (6, 16, 16, 1)):
+        gx, gy, gz = decode_grid(o, splits, hk, g, b)
+        qh = -(-g // 8)
+        seen = []
+        for z in range(gz):
+            for y in range(gy):
+                for x in range(gx):
+                    for warp in range(warps):
+                        if head_groups:
+                            split, head, octet = x, (y // qh) * warps + warp, y % qh
+                        else:
+                            split, head, octet = x * warps + warp, y // qh, y % qh
+                        if split < splits and head < hk:
+                            seen.append((z, split, head, octet))
+        want = [(z, s_, h, q) for z in range(b) for s_ in range(splits) for h in range(hk) for q in range(qh)]
+        assert sorted(seen) == want, (splits, hk, g, b)

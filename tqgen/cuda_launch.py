@@ -233,6 +233,17 @@ def decode_splits(units: int, max_seq_len: int, resident_warps: int, warps_per_b
     return best
 
 
+def decode_grid(options, splits: int, hk: int, gqa: int, batch: int) -> tuple[int, int, int]:
+    """The decode's grid for ``decode_warps`` warps a block: x the splits (a warp a split: ceil(splits / warps)
+    blocks; with ``head_groups`` a block a split), y the KV heads (one a block; with ``head_groups`` groups of
+    ``decode_warps``) times the query octets of a GQA group, z the sequences. The kernel maps its warps back
+    the same way (tests/test_lower_cuda.py re-enacts both)."""
+    w, octets = options.decode_warps, math.ceil(gqa / QUERIES_PER_WARP)
+    if options.head_groups:
+        return splits, math.ceil(hk / w) * octets, batch
+    return math.ceil(splits / w), hk * octets, batch
+
+
 def merge_kind(rows: int, splits: int) -> str:
     """The decode merge for ``rows`` (sequence, query head) rows of ``splits`` partial results:
     ``groups`` (a block of MERGE_GROUPS·D threads per row, the splits spread over its groups: many
@@ -372,10 +383,8 @@ class CudaKernels:
         if b == 0:
             return out
         stream = self._stream(cache.device)
-        o = self.variant.options
-        w, octets = o.decode_warps, math.ceil(g / QUERIES_PER_WARP)
-        grid = (splits, math.ceil(hk / w) * octets, b) if o.head_groups else (math.ceil(splits / w), hk * octets, b)
-        self.driver.launch(self._fn("decode_split", q.dtype), grid, 32 * w, [
+        self.driver.launch(self._fn("decode_split", q.dtype), decode_grid(self.variant.options, splits, hk, g, b),
+                           32 * self.variant.options.decode_warps, [
             _ptr(q), _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(ws["acc"]),
             _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
             ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream,
