@@ -14,8 +14,8 @@ import torch
 from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen import LayoutSpec
-from tqgen.ir import Backend
-from tqgen.lower_cuda import make_variant
+from tqgen.ir import Backend, Target
+from tqgen.lower_cuda import cuda_options, make_variant
 from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
 
 pytestmark = pytest.mark.gpu
@@ -29,6 +29,14 @@ ROTATED_FP8 = [make_variant(LayoutSpec.from_preset("k8v4", layout=lay, rotation=
 D64 = [make_variant(LayoutSpec.from_preset(p, layout="soa", head_dim=64), "sm90")
        for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [make_variant(LayoutSpec.from_preset(
            "3bit_nc", layout="aos", head_dim=64), "sm90")]
+# head-group rows on SoA records (CudaOptions.head_groups; not default options): a block's warps are neighbour
+# KV heads copying their records side by side, each warp its own field runs; 2 and 4 heads a block, fp8 keys
+# (two runs), head_dim 64 (funnel-shifted pieces); SHAPES' 3 KV heads leave a group partly idle
+GROUPED = [make_variant(s, "sm90", options=cuda_options(s, Target.SM90).with_changes(
+    ["head_groups=1", f"decode_warps={w}", f"decode_min_blocks={16 // w}"]))
+    for s, w in ((LayoutSpec.from_preset("k3v4_nc", layout="soa"), 2), (LayoutSpec.from_preset("k3v4_nc", layout="soa"), 4),
+                 (LayoutSpec.from_preset("k8v4", layout="soa"), 2),
+                 (LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=64), 2))]
 SHAPES = [
     ([32768, 1, 0, 4099, 16, 1000, 8191, 17], 8, 4, torch.bfloat16),
     ([int(x) for x in torch.randint(1, 2048, (64,), generator=torch.Generator().manual_seed(1))], 2, 8,
@@ -43,8 +51,8 @@ def _portable(v):
     return make_variant(v.spec, v.target, "portable")
 
 
-@pytest.mark.parametrize("variant", CUDA + [_portable(v) for v in CUDA if str(v.target) == "sm90"] + ROTATED_FP8 + D64,
-                         ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", CUDA + [_portable(v) for v in CUDA if str(v.target) == "sm90"] + ROTATED_FP8 + D64
+                         + GROUPED, ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     from tqgen.cuda_launch import load_variant
     from tqgen.triton_launch import load_triton

@@ -11,7 +11,7 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, SpecError, Target
 from tqgen.layout import derive_layout, field_alignment
-from tqgen.lower_cuda import (CudaOptions, _lds_width, cuda_options, cuda_reasons,
+from tqgen.lower_cuda import (CudaOptions, _access_width, cuda_options, cuda_reasons,
                               layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
@@ -74,9 +74,12 @@ def test_options_are_data_with_measured_overrides():
     assert fp8.stages == 3 and k4.stages == 3 and k3.decode_min_blocks == 6 and k4.decode_min_blocks == 4
     assert (k4.pair_copies, k4.decode_warps, k3.pair_copies) == (16, 4, 32)  # 256- vs 64-entry pair tables
     # 3-bit keys: a copy per lane (lane l reads word 32v + l: bank l whatever v, no conflicts), addressed
-    # by OR into a table aligned to its size; k3v4_nc SoA at head_dim 128 measured better with one copy
+    # by OR into a table aligned to its size; k3v4_nc SoA at head_dim 128 in head groups of 2 (its records
+    # share 32-byte sectors), the override last in the table winning over the 3-bit SoA block shape
     k3s = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="soa"), Target.SM90)
-    assert k3s.pair_copies == 1
+    assert (k3s.pair_copies, k3s.head_groups, k3s.decode_warps, k3s.tile_unroll) == (32, True, 2, 3)
+    k3s64 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="soa", head_dim=64), Target.SM90)
+    assert not k3s64.head_groups
     src = render_cuda(make_variant(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), "sm90"))
     assert "#define TQ_PAIR_COPIES 32" in src and "pair_base | v * (4u * TQ_PAIR_COPIES)" in src
     assert "#define TQ_PAIR_COPIES 0" in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
@@ -143,9 +146,12 @@ def test_tile_unroll_is_the_pipeline_depth_where_measured():
     assert [r.field for r in CudaOptions(tile_unroll=3, stages=4).reasons(Target.SM90)] == ["tile_unroll"]
     unrolled = {(p, lay) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")
                 if cuda_options(preset_spec_for_target(p, Target.SM90, layout=lay), Target.SM90).tile_unroll == 3}
-    # Lloyd-Max keys (bench/results/h200-2026-12-01-ab12-tile-unroll.md); fp8 keys and k3v4_nc SoA stay rolled
+    # Lloyd-Max keys (bench/results/h200-2026-12-01-ab12-tile-unroll.md); fp8 keys stay rolled, k3v4_nc SoA
+    # where it has no head groups (sm_80-89: -ab12; sm_90: -soa-k3v4-sectors.md)
     assert unrolled == {("4bit_nc", "soa"), ("4bit_nc", "aos"), ("3bit_nc", "soa"), ("3bit_nc", "aos"),
-                        ("k3v4_nc", "aos")}
+                        ("k3v4_nc", "aos"), ("k3v4_nc", "soa")}
+    k3s80 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM80, layout="soa"), Target.SM80)
+    assert k3s80.tile_unroll == 1 and not k3s80.head_groups
     src = render_cuda(make_variant(preset_spec_for_target("3bit_nc", Target.SM90, layout="soa"), "sm90"))
     assert "#pragma unroll 3\n  for (int tile = t_begin" in src
     assert "#pragma unroll 3\n  for (int tile" not in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
@@ -174,12 +180,14 @@ def test_line_loads_swizzle_is_conflict_free(preset):
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
     assert ncp >= (bl.kd + bl.vd) // 16 and ncp & (ncp - 1) == 0 and 3 * sa < ncp and sb < ncp
     kq, vq = bl.kd // 4, bl.vd // 8  # bytes per thread: a K quarter of 2 tokens, a V eighth of 4
-    wk, wv = _lds_width(kq), _lds_width(vq)
+    wk, wv = _access_width(kq, [r * kq for r in range(4)]), _access_width(vq, [bl.kd + g * vq for g in range(8)])
     minimum = 2 * (kq // wk) * (wk // 4) + 4 * (vq // wv) * (wv // 4)  # a w-byte warp access: w / 4 wavefronts
     assert sum(w // 4 for w, _ in line_reads(bl.kd, bl.vd)) == minimum
     assert line_conflicts(bl.kd, bl.vd, ncp, sa, sb) == minimum
     assert line_conflicts(bl.kd, bl.vd, ncp, 0, 0) > minimum
-    src = render_cuda(make_variant(spec, "sm90"))
+    # a warp's own rows (k3v4_nc's sm90 default is head-group rows, the slot plan: test_aos_line_reads...)
+    per_warp = dataclasses.replace(cuda_options(spec, Target.SM90), head_groups=False)
+    src = render_cuda(make_variant(spec, "sm90", options=per_warp))
     assert "#define TQ_LINES 1" in src and f"return {sa} * ((t >> 1) & 3) ^ {sb} * (t & 1);" in src
 
 
@@ -216,17 +224,20 @@ def _lds_bytes(word, b: int, n: int, reads: int) -> tuple[bytes, list[int]]:
                                                    ("k3v4_nc", "aos", 128, 1), ("3bit_nc", "aos", 128, 1),
                                                    ("k3v4_nc", "soa", 64, 1), ("k8v4", "aos", 128, 8),
                                                    ("4bit_nc", "aos", 128, 4), ("3bit_nc", "aos", 64, 8),
-                                                   ("k3v4_nc", "aos", 128, 2)])
+                                                   ("k3v4_nc", "aos", 128, 2), ("k3v4_nc", "soa", 128, 2),
+                                                   ("k3v4_nc", "soa", 128, 4), ("3bit_nc", "soa", 64, 2),
+                                                   ("k8v4", "soa", 128, 2)])
 def test_aos_line_reads_assemble_each_slot(preset, layout, d, group):
     """AoS line loads, re-enacted: a block of slots (KV heads 1..16, the tile's 16 tokens), copied as
     the kernel's issue_tile does (the 16-byte chunks that reach into each slot, row t of NCP chunks,
     chunk c at c ^ swz(t)), then read as read_tile does (tq_lds_bytes_at at the slot's shift + piece,
-    the fields as 2-byte halves of their words): every piece and field comes back exactly, and no
+    the fields as 2-byte halves of their words; pieces at aligned bytes in every row as whole accesses,
+    tq_lds_access_at, each inside one 16-byte chunk): every piece and field comes back exactly, and no
     copy leaves the block. SoA records that are not whole chunks (k3v4_nc, head_dim 64) take the same
     copies and reads (their fields are runs, as with whole-chunk records). Head-group rows (``group``
-    heads a block, CudaOptions.head_groups): the block copies the group's slots as one row per token,
-    every 16-byte chunk of the block once (with a row per head, the chunks two slots share are copied
-    twice), and warp w reads head min(hg0 + w, hk - 1)'s slot at its offset in the row."""
+    heads a block, CudaOptions.head_groups): the block copies the group's slots (or SoA records) as one
+    row per token, every 16-byte chunk of the block once (with a row per head, the chunks two slots
+    share are copied twice), and warp w reads head min(hg0 + w, hk - 1)'s slot at its offset in the row."""
     import random
 
     from tqgen.lower_cuda import _line_loads, platform_for
@@ -258,7 +269,13 @@ def test_aos_line_reads_assemble_each_slot(preset, layout, d, group):
                         row[(t, c ^ swz(t))] = blk[src:src + 16]
                         copied.append(src)
             word = lambda t, wi: int.from_bytes(row[(t, (wi >> 2) ^ swz(t))][4 * (wi & 3):4 * (wi & 3) + 4], "little")
-            lds_bytes = lambda t, b, n, reads: _lds_bytes(lambda i: word(t, i), b, n, reads)[0]
+
+            def lds_bytes(t, b, n, reads, width):
+                if not width:  # tq_lds_bytes_at: words funnel-shifted
+                    return _lds_bytes(lambda i: word(t, i), b, n, reads)[0]
+                assert b % width == 0 and reads * width == n  # tq_lds_access_at: whole accesses
+                return b"".join(row[(t, (bx >> 4) ^ swz(t))][bx & 15:(bx & 15) + width]
+                                for bx in range(b, b + n, width))
             for w in range(group):
                 h = min(hg0 + w, hk - 1)
                 wo = (h - hg0) * ln["slot"]
@@ -267,10 +284,10 @@ def test_aos_line_reads_assemble_each_slot(preset, layout, d, group):
                     o = (start - wo) % 16
                     slot = blk[start:start + ln["slot"]]
                     for r in range(4):
-                        assert lds_bytes(t, o + wo + r * kq, kq, ln["rk"]) == slot[r * kq:(r + 1) * kq]
+                        assert lds_bytes(t, o + wo + r * kq, kq, ln["rk"], ln["ak"]) == slot[r * kq:(r + 1) * kq]
                     for g in range(8):
                         b0 = ln["vo"] + g * vq
-                        assert lds_bytes(t, o + wo + b0, vq, ln["rv"]) == slot[b0:b0 + vq]
+                        assert lds_bytes(t, o + wo + b0, vq, ln["rv"], ln["av"]) == slot[b0:b0 + vq]
                     for f in ("fk", "fvs", "fvz"):
                         if ln[f] >= 0:
                             b = o + wo + ln[f]
@@ -305,7 +322,7 @@ def test_line_piece_reads_assemble_each_piece(kd, vd):
                 addrs = [4 * i for i in idx]
             else:  # tq_lds_words: whole aligned accesses
                 got = b"".join(word(b // 4 + x).to_bytes(4, "little") for x in range(n // 4))
-                addrs = _piece_words(n, b, 0, _lds_width(n))
+                addrs = _piece_words(n, b, 0, _access_width(n, starts))
             assert got == rec[b:b + n], (n, b)
             assert all(0 <= a and a + 4 <= kd + vd for a in addrs), (n, b, addrs)
             assert all(any(m[2] == a for m in modelled) for a in addrs), (n, b)
@@ -510,29 +527,31 @@ def test_options_take_field_value_changes():
 
 
 def test_head_groups_size_one_stage_for_the_block_and_free_the_split_count():
-    """Head groups (CudaOptions.head_groups): on AoS the block's warps share one set of rows a stage (the
-    group's slots side by side), so the dynamic shared memory holds stages x one group's rows (a warp per
-    head: stages x warps x a slot's rows) and at least the group's query octets; the kernel takes the group
-    rows only on AoS; a block is one split, so split counts need not be multiples of its warps."""
-    from tqgen.lower_cuda import _aos_shifts, _line_loads, _slot_lines, decode_dynamic_smem, line_group, platform_for
+    """Head groups (CudaOptions.head_groups): the block's warps share one set of rows a stage (the group's
+    AoS slots or SoA records side by side), so the dynamic shared memory holds stages x one group's rows
+    (a warp per head: stages x warps x a slot's rows), SoA records' field runs once per warp, and at least
+    the group's query octets; a block is one split, so split counts need not be multiples of its warps."""
+    from tqgen.lower_cuda import _aos_shifts, _line_loads, decode_dynamic_smem, line_group, platform_for
     pf = platform_for(Target.SM90, "generic")
     aos = LayoutSpec.from_preset("k8v4", layout="aos", head_dim=128)
     soa = LayoutSpec.from_preset("k8v4", layout="soa", head_dim=128)
     grouped = CudaOptions(decode_warps=8, decode_min_blocks=1, head_groups=True, dyn_smem=True)
     per_warp = dataclasses.replace(grouped, head_groups=False)
     assert (grouped.split_step(), per_warp.split_step()) == (1, 8)
-    assert (line_group(aos, grouped), line_group(soa, grouped), line_group(aos, per_warp)) == (8, 1, 1)
+    assert (line_group(aos, grouped), line_group(soa, grouped), line_group(aos, per_warp)) == (8, 8, 1)
     g8, g1 = _line_loads(aos, pf, 8), _line_loads(aos, pf, 1)
     assert g8["nc"] == (max(_aos_shifts(aos)) + 8 * g8["slot"] + 15) // 16 and g8["ncp"] >= g8["nc"]
     assert decode_dynamic_smem(aos, Target.SM90, "generic", grouped) == 4 * max(3 * 16 * g8["ncp"] * 4, 8 * 8 * 128)
     assert decode_dynamic_smem(aos, Target.SM90, "generic", per_warp) == 4 * max(3 * 8 * 16 * g1["ncp"] * 4, 8 * 128)
-    assert "#define TQ_GROUP_ROWS 1" in render_cuda(make_variant(aos, "sm90", options=grouped))
-    assert "#define TQ_GROUP_ROWS 0" in render_cuda(make_variant(soa, "sm90", options=grouped))
+    s8 = _line_loads(soa, pf, 8)
+    assert s8["aos"] and s8["runs"] and s8["nmeta"] == 2 and s8["nc"] == 8 * 192 // 16
+    assert decode_dynamic_smem(soa, Target.SM90, "generic", grouped) == 4 * max(
+        3 * (16 * s8["ncp"] * 4 + 8 * 2 * 8), 8 * 8 * 128)  # rows, then 8 warps' two 32-byte runs
+    for spec in (aos, soa):
+        assert "#define TQ_GROUP_ROWS 1" in render_cuda(make_variant(spec, "sm90", options=grouped))
     assert "#define TQ_GROUP_ROWS 0" in render_cuda(make_variant(aos, "sm90", options=per_warp))
     assert [x.field for x in grouped.reasons(Target.GFX942)] == ["dyn_smem", "head_groups"]
     assert not dataclasses.replace(grouped, dyn_smem=False).reasons(Target.SM90)
-    with pytest.raises(ValueError, match="group rows are AoS slots"):
-        _slot_lines(LayoutSpec.from_preset("k3v4_nc", layout="soa", head_dim=64), 56, 24, nmeta=3, group=2)
 
 
 

@@ -233,9 +233,9 @@ class CudaOptions:
     # 128, 6-10 % at 64 (tests/data/sass_tile_sm90.json, hot_per_tile)
     lazy_max: bool = True
     # decode: a block's warps are decode_warps neighbour KV heads of one (sequence, split) rather than decode_warps
-    # splits of one head; the launcher's grid follows (x: splits, y: head groups x query octets). AoS: the block
-    # copies its heads' slots (side by side in each token's row) together, each 16-byte chunk once, where a warp
-    # per head copies the chunk two neighbour slots share twice (lower_cuda._aos_line_loads)
+    # splits of one head; the launcher's grid follows (x: splits, y: head groups x query octets). The block
+    # copies its heads' AoS slots or SoA records (side by side in each token's row) together, each 16-byte chunk
+    # once, where a warp per head copies the chunk two neighbour slots share twice (lower_cuda._slot_lines)
     head_groups: bool = False
 
     def reasons(self, target: Target) -> list[Reason]:
@@ -350,10 +350,6 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "bench/dbg/sweep3.py). Not at head_dim 64: tqgen bench gave 3bit_nc 32.4-32.5 % of the ceiling "
                    "with 2-warp blocks (ab-session4, targets-v5-graph) vs 23.1 % with these (targets-v5-decode), on "
                    "different machines; the debug sweep saw 162 vs 166 us (sweep-d64-options)"),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
-                                 ("head_dim", 128)), (("pair_copies", 1),),
-                   "k3v4_nc, SoA, head_dim 128: one pair-table copy, 418 / 390 us vs 430 / 392 with 32 (B=32 L=32K / "
-                   "B=128 L=8K, bench/results/h200-2026-12-01-sweep-session8.md)"),
     OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "fp8_e4m3fn"), ("head_dim", 128)), (("lazy_max", False),),
                    "k8v4 AoS, head_dim 128: the maximum reduced on every tile. Same run, tqgen bench targets (CUDA "
                    "graphs) vs the vote: x SDPA 1.98 / 1.88 vs 1.91 / 1.87 (B=32 L=32K / B=128 L=8K), while every "
@@ -365,10 +361,6 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "us (1.88 -> 2.00); B=1 L=4K 17.9 -> 22 us (each warp prepares its own head's queries), 18.6 with "
                    "the real-queries prologue (-ab28-prologue-real-queries.md). Groups of 4 or 8 heads (a block barrier of 4-8 warps a "
                    "tile) and the 3-/4-bit-key AoS decodes: slower (bench/results/h200-2026-12-02-ab27-head-group-rows.md)"),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
-                                 ("head_dim", 128)), (("lazy_max", False),),
-                   "k3v4_nc SoA, head_dim 128: the maximum reduced on every tile. Same run vs the vote: x SDPA "
-                   "2.51 / 2.52 vs 2.45 / 2.49 (B=32 L=32K / B=128 L=8K; bench/results/h200-2026-12-01-ab16-lazy-max.md)"),
     OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("head_dim", 64)),
                    (("decode_min_blocks", 6),),
                    "4-bit keys, SoA, head_dim 64: 96 registers at 4 blocks of 4 warps, 80 (no spills) at 6: 24 warps "
@@ -391,9 +383,22 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
     for t in _NV) + tuple(
     OptionOverride(t, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
                        ("head_dim", 128)), (("tile_unroll", 1),),
-                   "k3v4_nc SoA at head_dim 128 stays rolled: 1.04x the time unrolled at B=32 L=32K (1.00x at B=128 "
-                   "L=8K; -ab12-tile-unroll.md)")
-    for t in _NV)
+                   "k3v4_nc SoA at head_dim 128 rolled where head groups are not built (1.04x the time unrolled at "
+                   "B=32 L=32K, 1.00x at B=128 L=8K; -ab12-tile-unroll.md)")
+    for t in _NV if t is not Target.SM90) + (
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
+                                 ("head_dim", 128)),
+                   (("head_groups", True), ("decode_warps", 2), ("decode_min_blocks", 8), ("pair_copies", 32)),
+                   "k3v4_nc SoA, head_dim 128: its 112-byte records share 32-byte sectors with the neighbour head's "
+                   "(L1 asks L2 for 1.47x the bytes; the other SoA records, whole sectors: 1.00x), so a block's 2 "
+                   "warps are neighbour heads copying their records as one 224-byte row a token, with 3bit_nc's "
+                   "loop options (the lazy maximum, 32 pair-table copies, unrolled; per warp these had measured "
+                   "no gain: 382 vs 377 us, -sweep-session17.md, and were one copy, every tile's maximum and rolled "
+                   "before). tqgen bench targets, CUDA graphs, both trees tuned, twice: B=32 L=32K 375-379 -> "
+                   "329-332 us (x SDPA 2.54 -> 2.86), B=128 L=8K 374-378 -> 337-339 us (2.57 -> 2.84); B=1 L=4K "
+                   "0.94 -> 1.15x SDPA's time; head groups of 4 and grouping with the old loop options slower "
+                   "(bench/results/h200-2026-12-03-soa-k3v4-sectors.md)"),
+)
 
 
 def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> CudaOptions:
@@ -570,15 +575,9 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _lds_width(nbytes: int) -> int:
-    """Widest shared-memory access (16, 8 or 4 bytes) that tiles a piece of ``nbytes`` at offsets
-    that are multiples of it (the piece starts at lane·nbytes)."""
-    return 16 if nbytes % 16 == 0 else (8 if nbytes % 8 == 0 else 4)
-
-
 def _piece_reads(n: int, starts: list[int]) -> int:
     """Aligned 4-byte shared loads that cover an ``n``-byte piece at any of ``starts`` (0 when
-    ``n`` is whole words and every start is word-aligned: then ``_lds_width`` reads apply)."""
+    ``n`` is whole words and every start is word-aligned: then ``_access_width`` reads apply)."""
     if n % 4 == 0 and all(b % 4 == 0 for b in starts):
         return 0
     return max((b % 4 + n + 3) // 4 for b in starts)
@@ -604,28 +603,37 @@ def _aos_shifts(spec: LayoutSpec) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def _reads_for(kd: int, vd: int, vo: int, shifts: tuple[int, ...]) -> tuple[int, int]:
-    """(rk, rv): 4-byte reads per K quarter / V eighth for records starting at any of ``shifts``
-    bytes into their first chunk (0: whole aligned accesses)."""
+def _access_width(n: int, starts: list[int]) -> int:
+    """Widest shared-memory access (16, 8 or 4 bytes) that tiles an ``n``-byte piece at every one of
+    ``starts`` (a multiple of it); 0 when none does (the piece is read as funnel-shifted words)."""
+    return next((a for a in (16, 8, 4) if n % a == 0 and all(b % a == 0 for b in starts)), 0)
+
+
+def _reads_for(kd: int, vd: int, vo: int, shifts: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """(rk, wk, rv, wv) for the K quarters / V eighths of records starting at any of ``shifts`` bytes
+    into their first chunk: wk > 0, pieces read as accesses of wk bytes (rk = 0); wk = 0, as rk aligned
+    4-byte words, funnel-shifted (the same for V)."""
     kq, vq = kd // 4, vd // 8
-    rk = _piece_reads(kq, [o + r * kq for o in shifts for r in range(4)])
-    rv = _piece_reads(vq, [o + vo + g * vq for o in shifts for g in range(8)])
-    return rk, rv
+    ks = [o + r * kq for o in shifts for r in range(4)]
+    vs = [o + vo + g * vq for o in shifts for g in range(8)]
+    wk, wv = _access_width(kq, ks), _access_width(vq, vs)
+    return (0 if wk else _piece_reads(kq, ks)), wk, (0 if wv else _piece_reads(vq, vs)), wv
 
 
 def line_reads(kd: int, vd: int, vo: int | None = None, o: int = 0,
-               reads: tuple[int, int] | None = None) -> list[tuple[int, list[tuple[int, int]]]]:
+               reads: tuple[int, int, int, int] | None = None) -> list[tuple[int, list[tuple[int, int]]]]:
     """The decode's fragment reads of one staged tile, as the kernel issues them: per instruction,
     its access width in bytes and the (token, row byte) of each of the 32 lanes. Thread (g, r)
     reads the K quarter r of tokens g and 8 + g, and the V eighth g of tokens 2r + (i & 1) + 8 (i >> 1)
     (the mma fragment layout). K starts ``o`` bytes into the row (AoS: the slot's offset in its
     chunk), V ``vo`` bytes after K (default ``kd``). Pieces that are not whole aligned words (3-bit
-    values: 6-byte eighths; 3-bit keys at head_dim 64; every AoS piece) are read as ``reads``
-    (rk, rv) aligned 4-byte words."""
+    values: 6-byte eighths; 3-bit keys at head_dim 64; AoS pieces at 2-byte offsets) are read as
+    aligned 4-byte words, others in accesses of the width ``_reads_for`` gives (``reads``: its
+    answer for every row the kernel reads, default this one row's)."""
     kq, vq = kd // 4, vd // 8
     vo = kd if vo is None else vo
-    rk, rv = reads if reads is not None else _reads_for(kd, vd, vo, (o,))
-    wk, wv = (4 if rk else _lds_width(kq)), (4 if rv else _lds_width(vq))
+    rk, wk, rv, wv = reads if reads is not None else _reads_for(kd, vd, vo, (o,))
+    wk, wv = wk or 4, wv or 4
     out = []
     for j in range(2):
         per_lane = [_piece_words(kq, o + (ln % 4) * kq, rk, wk) for ln in range(32)]
@@ -639,7 +647,7 @@ def line_reads(kd: int, vd: int, vo: int | None = None, o: int = 0,
 
 
 def line_conflicts(kd: int, vd: int, ncp: int, sa: int, sb: int, vo: int | None = None,
-                   shifts: tuple[int, ...] = (0,), reads: tuple[int, int] | None = None) -> int:
+                   shifts: tuple[int, ...] = (0,), reads: tuple[int, int, int, int] | None = None) -> int:
     """Shared-memory wavefronts of one tile's fragment reads when chunk c of token t sits at
     chunk c ^ swz(t) of a row of ``ncp`` 16-byte chunks, swz(t) = sa·((t >> 1) & 3) ^ sb·(t & 1),
     summed over the records' ``shifts`` (AoS). A w-byte access serves 128 / w lanes per wavefront;
@@ -670,13 +678,14 @@ def line_swizzle(kd: int, vd: int) -> tuple[int, int, int]:
 
 @lru_cache(maxsize=None)
 def line_swizzle_aos(kd: int, vd: int, vo: int, nc: int, shifts: tuple[int, ...],
-                     octets: bool = False) -> tuple[int, int, int, int]:
+                     octets: bool = False, reads: tuple[int, int, int, int] | None = None) -> tuple[int, int, int, int]:
     """AoS rows: (wavefronts, ncp, sa, sb) with the fewest wavefronts over every shift; rows of the
     ``nc`` chunks a slot can span (unswizzled, or one more: an odd chunk count staggers the banks) or
     of a power of two of chunks with a swizzle; ties go to the fewest chunks. ``octets`` (the long
     rows of a head group's slots): the swizzled rows are ``nc`` rounded up to a multiple of 8 chunks
-    and the swizzle stays inside each aligned octet of chunks (swz(t) < 8)."""
-    reads = _reads_for(kd, vd, vo, shifts)
+    and the swizzle stays inside each aligned octet of chunks (swz(t) < 8). ``reads``: the reads the kernel
+    issues (``_reads_for``'s form; default ``_reads_for(kd, vd, vo, shifts)``)."""
+    reads = reads or _reads_for(kd, vd, vo, shifts)
     cands = [(n, 0, 0) for n in (nc, nc + 1)]
     p2 = -(-nc // 8) * 8 if octets else _pow2_at_least(nc)
     lim = min(p2, 8) if octets else p2
@@ -722,19 +731,30 @@ def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, 
     """The line-load plan of records copied as unaligned slots (``slot`` bytes, V ``vo`` bytes after
     K, starting at any of ``_aos_shifts`` in their first chunk): AoS slots with their fp16 fields at
     slot bytes fk / fvs / fvz, or SoA records whose ``nmeta`` fields are runs (``runs``). ``group``
-    AoS slots side by side make one row (``_aos_line_loads``): ``nc`` chunks reach over all of them,
-    and the bank-conflict model counts every warp's reads (its slot at w·slot bytes into the row)."""
-    if group > 1 and nmeta:
-        raise ValueError(f"group rows are AoS slots side by side; records with field runs take none (group={group})")
+    slots (or SoA records) side by side make one row (``_aos_line_loads``, ``_line_loads``): ``nc`` chunks
+    reach over all of them, and the bank-conflict model counts every warp's reads (its slot at w·slot bytes
+    into the row); each warp copies its own field runs. Pieces at word-aligned bytes in every row (``ak`` /
+    ``av``: the access width, > 0) are read as ``rk`` / ``rv`` accesses of that width; others as that many
+    aligned words, funnel-shifted."""
     bl = derive_layout(spec)
     shifts = _aos_shifts(spec)
     nc = (max(shifts) + group * slot + 15) // 16  # chunks the group's slots can reach into
     reads_at = tuple(sorted({o + w * slot for o in shifts for w in range(group)}))
-    wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, reads_at, octets=group > 1)
-    rk, rv = _reads_for(bl.kd, bl.vd, vo, reads_at)
+    rk, ak, rv, av = _reads_for(bl.kd, bl.vd, vo, reads_at)
     kq, vq = bl.kd // 4, bl.vd // 8
+    model = None
+    if spec.layout is Layout.AOS:
+        # AoS slots keep the plan their measurements chose (sessions 4-18): every piece read as words, funnel-
+        # shifted (k8v4's 4-byte-aligned slots too), and the swizzle picked by counting pieces aligned in every
+        # row as accesses of the widest width dividing the piece (16 bytes for k8v4's 32-byte key quarters).
+        # Whole 4-byte accesses with the swizzle the exact count picks (a tie at head_dim 64) measured 1.10x the
+        # time for k8v4 at head_dim 64 and 1.00x at 128 (bench/results/h200-2026-12-03-soa-k3v4-sectors.md)
+        widest = lambda n: 16 if n % 16 == 0 else (8 if n % 8 == 0 else 4)
+        model = (rk, widest(kq) if ak else 0, rv, widest(vq) if av else 0)
+        rk, ak, rv, av = rk or (kq + 3) // 4, 0, rv or (vq + 3) // 4, 0
+    wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, reads_at, octets=group > 1, reads=model)
     return dict(aos=True, runs=nmeta > 0, slot=slot, group=group, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=nmeta, vo=vo,
-                fk=fk, fvs=fvs, fvz=fvz, wk=4, wv=4, rk=rk or (kq + 3) // 4, rv=rv or (vq + 3) // 4,
+                fk=fk, fvs=fvs, fvz=fvz, wk=ak or 4, wv=av or 4, ak=ak, av=av, rk=rk or kq // ak, rv=rv or vq // av,
                 wavefronts=wavefronts)
 
 
@@ -768,21 +788,24 @@ def _line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[st
             fa = page[f]
             if fa.token_stride != 2 or math.gcd(fa.offset, fa.head_stride, page.block_bytes) % 16:
                 return None
-    if not whole:
+    if not whole or group > 1:
         # records that are not whole aligned chunks (k3v4_nc at head_dim 64: 24 + 32 bytes, 8-byte
-        # aligned): copied like AoS slots (the chunks that reach into each), the fields as SoA runs
-        return _slot_lines(spec, rec, bl.kd, nmeta=len(names))
+        # aligned), or the records of a head group side by side (one row per token: records that
+        # share 32-byte sectors with a neighbour head's, k3v4_nc at head_dim 128: 112 bytes, are
+        # copied once): copied like AoS slots (the chunks that reach into each), the fields as SoA runs
+        return _slot_lines(spec, rec, bl.kd, nmeta=len(names), group=group)
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
-    rk, rv = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
+    rk, wk, rv, wv = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
     return dict(aos=False, runs=True, group=1, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
-                wk=_lds_width(bl.kd // 4), wv=_lds_width(bl.vd // 8), rk=rk, rv=rv,
+                wk=wk or 4, wv=wv or 4, rk=rk, rv=rv,
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 
 def line_group(spec: LayoutSpec, options: CudaOptions) -> int:
-    """KV heads whose slots a decode block copies as one row per token (``_aos_line_loads``): its
-    ``decode_warps`` heads with ``head_groups`` on an AoS layout, else 1 (each warp its own rows)."""
-    return options.decode_warps if options.head_groups and spec.layout is Layout.AOS else 1
+    """KV heads whose slots (AoS) or records (SoA) a decode block copies as one row per token
+    (``_aos_line_loads``, ``_line_loads``): its ``decode_warps`` heads with ``head_groups``, else 1 (each
+    warp its own rows)."""
+    return options.decode_warps if options.head_groups else 1
 
 
 def _pair_table(spec: LayoutSpec, platform: Platform, options: CudaOptions) -> tuple[int, int]:
@@ -795,7 +818,7 @@ def _pair_table(spec: LayoutSpec, platform: Platform, options: CudaOptions) -> t
 def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> int:
     """Bytes of dynamic shared memory the decode kernel takes with ``options.dyn_smem`` (0 without): the
     line-load pipeline (stages x warps x one warp's rows, or stages x one head group's rows with
-    ``head_groups`` on AoS; at least the 8 x D float query rows of each of the block's heads it replaces) and the pair table (entries x copies, twice that where it is addressed by OR from a base
+    ``head_groups``; at least the 8 x D float query rows of each of the block's heads it replaces) and the pair table (entries x copies, twice that where it is addressed by OR from a base
     aligned to its size). The kernel static_asserts that its carve-up fits."""
     if not options.dyn_smem:
         return 0
@@ -805,7 +828,7 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
     if lines is None:
         raise ValueError(f"dyn_smem: {spec.preset_name or spec} on {target} has no line-load pipeline to place; "
                          "use the static layout (dyn_smem=False)")
-    lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"]  # one stage's rows (a warp's; a head group's: the block's)
+    lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"] * group  # one stage's rows and runs (a warp's; a head group's: the block's)
     qheads = options.decode_warps if options.head_groups else 1  # query octets in shared memory
     words = max(options.stages * (options.decode_warps // group) * lw, 8 * qheads * spec.head_dim)
     kbits, copies = _pair_table(spec, platform, options)
