@@ -733,9 +733,9 @@ def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, 
     slot bytes fk / fvs / fvz, or SoA records whose ``nmeta`` fields are runs (``runs``). ``group``
     slots (or SoA records) side by side make one row (``_aos_line_loads``, ``_line_loads``): ``nc`` chunks
     reach over all of them, and the bank-conflict model counts every warp's reads (its slot at w·slot bytes
-    into the row); each warp copies its own field runs. Pieces at word-aligned bytes in every row (``ak`` /
-    ``av``: the access width, > 0) are read as ``rk`` / ``rv`` accesses of that width; others as that many
-    aligned words, funnel-shifted."""
+    into the row); each warp copies its own field runs. SoA pieces at word-aligned bytes in every row (``ak`` /
+    ``av``: the access width, > 0) are read as ``rk`` / ``rv`` accesses of that width; other pieces, and every
+    AoS piece (below), as that many aligned words, funnel-shifted."""
     bl = derive_layout(spec)
     shifts = _aos_shifts(spec)
     nc = (max(shifts) + group * slot + 15) // 16  # chunks the group's slots can reach into
