@@ -575,6 +575,12 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+def _lds_width(nbytes: int) -> int:
+    """Widest shared-memory access (16, 8 or 4 bytes) that tiles a piece of ``nbytes`` at offsets
+    that are multiples of it (the AoS slots' swizzle count, ``_slot_lines``)."""
+    return 16 if nbytes % 16 == 0 else (8 if nbytes % 8 == 0 else 4)
+
+
 def _piece_reads(n: int, starts: list[int]) -> int:
     """Aligned 4-byte shared loads that cover an ``n``-byte piece at any of ``starts`` (0 when
     ``n`` is whole words and every start is word-aligned: then ``_access_width`` reads apply)."""
@@ -749,8 +755,7 @@ def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, 
         # row as accesses of the widest width dividing the piece (16 bytes for k8v4's 32-byte key quarters).
         # Whole 4-byte accesses with the swizzle the exact count picks (a tie at head_dim 64) measured 1.10x the
         # time for k8v4 at head_dim 64 and 1.00x at 128 (bench/results/h200-2026-12-03-soa-k3v4-sectors.md)
-        widest = lambda n: 16 if n % 16 == 0 else (8 if n % 8 == 0 else 4)
-        model = (rk, widest(kq) if ak else 0, rv, widest(vq) if av else 0)
+        model = (rk, _lds_width(kq) if ak else 0, rv, _lds_width(vq) if av else 0)
         rk, ak, rv, av = rk or (kq + 3) // 4, 0, rv or (vq + 3) // 4, 0
     wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, reads_at, octets=group > 1, reads=model)
     return dict(aos=True, runs=nmeta > 0, slot=slot, group=group, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=nmeta, vo=vo,
