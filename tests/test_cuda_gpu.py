@@ -242,3 +242,31 @@ def test_decode_follows_a_moving_maximum(variant, ramp):
     assert torch.isfinite(out).all()
     err = rel_err(out, exp)
     assert err <= DECODE_TOL[case["query"].dtype], f"{ramp}: decode rel err {err:.2e}"
+
+
+@pytest.mark.parametrize("variant", [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90")
+                                     for p, lay, d in (("3bit_nc", "soa", 128), ("4bit_nc", "aos", 128),
+                                                       ("k8v4", "aos", 128), ("k3v4_nc", "soa", 64))],
+                         ids=lambda v: v.id)
+def test_decode_ignores_unwritten_slots(variant):
+    """Slots past a sequence's length in its last block hold whatever the cache held (here all-ones bytes: NaN
+    fp16 norms, scales and zeros, NaN fp8 keys): the decode reads them with the tile and masks them, and a masked
+    token must weigh exactly nothing (p = 0 times a NaN value scale would be NaN: it did before the kernel zeroed
+    masked tokens' value fields). Lengths that end mid-block and mid-tile, several split counts; the reference
+    decode within tqgen.testing.DECODE_TOL."""
+    from tqgen.cuda_launch import load_variant
+
+    spec, dev = variant.spec, torch.device("cuda")
+    kern = load_variant(variant)
+    lens, hk, g = [1000, 37, 16 * 7 + 3], 2, 4
+    case = Case(spec, lens, hk, g, seed=13).build(dev)
+    cache = ref.allocate(spec, case["num_blocks"], hk, dev)
+    cache.fill_(0xFF)
+    kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+    exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"])
+    assert torch.isfinite(exp).all()
+    for splits in (None, 3, 7):
+        out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], num_splits=splits)
+        assert torch.isfinite(out).all(), splits
+        err = rel_err(out, exp)
+        assert err <= DECODE_TOL[case["query"].dtype], f"{splits} splits: decode rel err {err:.2e}"
