@@ -92,3 +92,16 @@ def test_nvdisasm_env_may_name_its_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("NVDISASM_PATH", str(tmp_path / "missing"))
     with pytest.raises(ToolchainMissing, match="NVDISASM_PATH=.*nvdisasm"):
         sass.find_nvdisasm()
+
+
+def test_pipes_group_the_hot_path_by_issue_pipe():
+    """TileProfile.pipes: the hot path's opcodes per tile summed by the sm_90 pipe they issue to (integer
+    multiply-adds with the float arithmetic on the FMA pipe, shifts / logic / compares / selects / float min-max on
+    the ALU pipe), unknown opcodes as other."""
+    assert [sass.pipe_of(op) for op in ("LOP3.LUT", "SHF.R.U32.HI", "IMAD.HI.U32", "FFMA", "LDS.64", "HMMA.16816.F32",
+                                        "SHFL.BFLY", "MUFU.EX2", "FSEL")] == \
+        ["alu", "alu", "fma", "fma", "lsu", "tensor", "other", "other", "alu"]
+    p = sass.TileProfile(per_tile=10.0, hot_per_tile=9.0, mix={}, tiles=1.0, loop=(0, 1), total=10,
+                         hot_mix={"LOP3": 3.0, "PRMT": 1.5, "IMAD": 2.0, "HMMA": 2.0, "BRA": 0.5})
+    assert p.pipes() == {"alu": 4.5, "fma": 2.0, "tensor": 2.0, "other": 0.5}
+    assert sass.TileProfile(per_tile=1.0, hot_per_tile=1.0, mix={}, tiles=1.0, loop=(0, 1), total=1).pipes() == {}

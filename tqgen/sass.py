@@ -51,6 +51,16 @@ class TileProfile:
     tiles: float
     loop: tuple[int, int]
     total: int
+    hot_mix: dict[str, float] | None = None  # per opcode (name before the first dot) per tile, the hot path only
+
+    def pipes(self) -> dict[str, float]:
+        """The hot path's instructions per tile by the sm_90 issue pipe they occupy (``pipe_of``): the 3-bit decodes
+        are bound by the integer/logic pipe (``alu``: 59 % of its peak in Nsight Compute, the FMA pipe ~13 %;
+        bench/results/h200-2026-12-03-pair-tiles.md), so its count, not the total, is the one to watch there."""
+        out: dict[str, float] = {}
+        for op, n in (self.hot_mix or {}).items():
+            out[pipe_of(op)] = round(out.get(pipe_of(op), 0.0) + n, 2)
+        return out
 
 
 def _find_tool(name: str, env: str, wheel: str) -> Path:
@@ -124,9 +134,30 @@ def tile_profile(cubin: Path, head_dim: int, kernel: str = DECODE_KERNEL) -> Til
     body = [op for _, op, _ in loop]
     mix = collections.Counter(op.split(".")[0] for op in body)
     tiles = mix["HMMA"] / (head_dim // 8)
-    return TileProfile(per_tile=round(len(body) / tiles, 2), hot_per_tile=round(len(_hot(loop)) / tiles, 2),
+    hot = _hot(loop)
+    hot_mix = collections.Counter(op.split(".")[0] for _, op, _ in hot)
+    return TileProfile(per_tile=round(len(body) / tiles, 2), hot_per_tile=round(len(hot) / tiles, 2),
                        mix={k: round(v / tiles, 2) for k, v in mix.items()}, tiles=tiles, loop=(lo, hi),
-                       total=len(ins))
+                       total=len(ins), hot_mix={k: round(v / tiles, 2) for k, v in hot_mix.items()})
+
+
+#: opcodes (the name before the first dot) by the sm_90 issue pipe they take, as Nsight Compute's per-pipe
+#: counters group them: ``alu`` integer/logic/compare/select/min-max (16 lanes a cycle a sub-partition, half the
+#: FMA pipe's float rate), ``fma`` float arithmetic and the integer multiply-adds (IMAD runs on the FMA pipe), ``lsu``
+#: memory, ``tensor`` the mma; everything else (branches, barriers, shuffles, special functions, conversions) ``other``
+PIPES: dict[str, frozenset[str]] = {
+    "alu": frozenset({"LOP3", "LOP", "PLOP3", "SHF", "PRMT", "ISETP", "IADD3", "LEA", "SEL", "FSEL", "FMNMX", "FSETP",
+                      "VIADD", "VIMNMX", "VIADDMNMX", "IMNMX", "MOV", "IABS", "SGXT", "BMSK", "POPC", "FLO", "BREV"}),
+    "fma": frozenset({"IMAD", "FMUL", "FADD", "FFMA", "HADD2", "HFMA2", "HMUL2", "HMNMX2", "FMUL2", "FADD2", "FFMA2"}),
+    "lsu": frozenset({"LDS", "STS", "LDG", "STG", "LDGSTS", "LD", "ST", "LDC", "LDSM", "ATOMS", "RED", "ATOM"}),
+    "tensor": frozenset({"HMMA", "IMMA", "DMMA", "HGMMA"}),
+}
+
+
+def pipe_of(op: str) -> str:
+    """``alu``, ``fma``, ``lsu``, ``tensor`` or ``other`` for an opcode name (``PIPES``)."""
+    base = op.split(".")[0]
+    return next((p for p, ops in PIPES.items() if base in ops), "other")
 
 
 def _hot(loop: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:

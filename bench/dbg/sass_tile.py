@@ -6,6 +6,7 @@ many instructions a kernel change costs or saves before any GPU time is spent on
     python bench/dbg/sass_tile.py path/to/kernel.cu --head-dim 64  # a rendered source
     python bench/dbg/sass_tile.py --write-snapshot                # every default sm90 decode at D=128 and 64
                                                                   # -> tests/data/sass_tile_sm90.json
+    python bench/dbg/sass_tile.py --pipes                         # every default sm90 decode: hot path by pipe
 
 Needs nvcc (compile_cpp.find_nvcc), cuobjdump and nvdisasm (tqgen.sass: $CUOBJDUMP / $NVDISASM_PATH, PATH,
 or `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`).
@@ -53,18 +54,35 @@ def show(label: str, k: dict, p: sass.TileProfile) -> None:
     print(f"{label}: {p.total} instructions, loop {p.loop[0]:#x}-{p.loop[1]:#x} ({p.tiles:g} tiles a trip): "
           f"{p.per_tile:.1f} per tile, {p.hot_per_tile:.1f} without the rare path")
     print("  " + ", ".join(f"{op} {n:.1f}" for op, n in sorted(p.mix.items(), key=lambda x: -x[1])[:18]))
+    print("  hot path by issue pipe: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(p.pipes().items(), key=lambda x: -x[1])))
 
 
-def write_snapshot(path: Path) -> None:
+def profile_defaults() -> list[tuple[tuple[str, str, int], sass.TileProfile]]:
+    """Every default sm90 decode of the snapshot (presets x layouts x head dims) and its tile profile."""
     cases = [(p, lay, d) for d in sass.SNAPSHOT_HEAD_DIMS for p in sass.SNAPSHOT_PRESETS for lay in sass.SNAPSHOT_LAYOUTS]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         res = list(pool.map(lambda c: profile_variant(*c, "sm90", Path(tmp) / sass.snapshot_key(*c)), cases))
+    return [(c, p) for c, (_, p) in zip(cases, res)]
+
+
+def print_pipes() -> None:
+    """The hot path of every default sm90 decode by issue pipe, a markdown table (instructions a 16-token tile)."""
+    names = list(sass.PIPES) + ["other"]
+    print("| variant | hot | " + " | ".join(names) + " | alu / hot |\n|---|---|" + "---|" * (len(names) + 1))
+    for c, p in profile_defaults():
+        pipes = p.pipes()
+        print(f"| {sass.snapshot_key(*c)} | {p.hot_per_tile:.1f} | " + " | ".join(f"{pipes.get(n, 0.0):.1f}" for n in names)
+              + f" | {pipes.get('alu', 0.0) / p.hot_per_tile:.2f} |")
+
+
+def write_snapshot(path: Path) -> None:
+    res = profile_defaults()
     data = {"nvcc": sass.nvcc_version(), "arch": "sm90", "kernel": sass.DECODE_KERNEL,
             "how": "python bench/dbg/sass_tile.py --write-snapshot (tqgen.sass.tile_profile of each default variant)",
-            "per_tile": {sass.snapshot_key(*c): p.per_tile for c, (_, p) in zip(cases, res)},
-            "hot_per_tile": {sass.snapshot_key(*c): p.hot_per_tile for c, (_, p) in zip(cases, res)}}
+            "per_tile": {sass.snapshot_key(*c): p.per_tile for c, p in res},
+            "hot_per_tile": {sass.snapshot_key(*c): p.hot_per_tile for c, p in res}}
     path.write_text(json.dumps(data, indent=1) + "\n")
-    for c, (_, p) in zip(cases, res):
+    for c, p in res:
         print(f"{sass.snapshot_key(*c):20s} {p.per_tile:7.1f} {p.hot_per_tile:7.1f}")
     print(f"wrote {path}")
 
@@ -76,9 +94,13 @@ def main(argv=None) -> int:
     ap.add_argument("options", nargs="*", help="CudaOptions overrides, field=value")
     ap.add_argument("--head-dim", type=int, default=int(os.environ.get("HEAD_DIM", 128)))
     ap.add_argument("--target", default="sm90")
+    ap.add_argument("--pipes", action="store_true", help="every default sm90 decode's hot path by issue pipe (a table)")
     ap.add_argument("--write-snapshot", nargs="?", const=str(sass.SNAPSHOT), metavar="PATH",
                     help=f"profile every default sm90 decode and write the counts (default {sass.SNAPSHOT})")
     a = ap.parse_args(argv)
+    if a.pipes:
+        print_pipes()
+        return 0
     if a.write_snapshot:
         write_snapshot(Path(a.write_snapshot))
         return 0
