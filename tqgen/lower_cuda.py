@@ -759,7 +759,7 @@ def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, 
         rk, ak, rv, av = rk or (kq + 3) // 4, 0, rv or (vq + 3) // 4, 0
     wavefronts, ncp, sa, sb = line_swizzle_aos(bl.kd, bl.vd, vo, nc, reads_at, octets=group > 1, reads=model)
     return dict(aos=True, runs=nmeta > 0, slot=slot, group=group, nc=nc, ncp=ncp, sa=sa, sb=sb, nmeta=nmeta, vo=vo,
-                fk=fk, fvs=fvs, fvz=fvz, wk=ak or 4, wv=av or 4, ak=ak, av=av, rk=rk or kq // ak, rv=rv or vq // av,
+                fk=fk, fvs=fvs, fvz=fvz, ak=ak, av=av, rk=rk or kq // ak, rv=rv or vq // av,
                 wavefronts=wavefronts)
 
 
@@ -800,9 +800,9 @@ def _line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[st
         # copied once): copied like AoS slots (the chunks that reach into each), the fields as SoA runs
         return _slot_lines(spec, rec, bl.kd, nmeta=len(names), group=group)
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
-    rk, wk, rv, wv = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
+    rk, ak, rv, av = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
     return dict(aos=False, runs=True, group=1, vo=bl.kd, nc=rec // 16, ncp=ncp, sa=sa, sb=sb, nmeta=len(names),
-                wk=wk or 4, wv=wv or 4, rk=rk, rv=rv,
+                ak=ak, av=av, rk=rk, rv=rv,
                 wavefronts=line_conflicts(bl.kd, bl.vd, ncp, sa, sb))
 
 

@@ -29,7 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .compile_cpp import ToolchainMissing
@@ -51,16 +51,16 @@ class TileProfile:
     tiles: float
     loop: tuple[int, int]
     total: int
-    hot_mix: dict[str, float] | None = None  # per opcode (name before the first dot) per tile, the hot path only
+    hot_mix: dict[str, float] = field(default_factory=dict)  # per opcode per tile, the hot path only
 
     def pipes(self) -> dict[str, float]:
         """The hot path's instructions per tile by the sm_90 issue pipe they occupy (``pipe_of``): the 3-bit decodes
         are bound by the integer/logic pipe (``alu``: 59 % of its peak in Nsight Compute, the FMA pipe ~13 %;
         bench/results/h200-2026-12-03-pair-tiles.md), so its count, not the total, is the one to watch there."""
-        out: dict[str, float] = {}
-        for op, n in (self.hot_mix or {}).items():
-            out[pipe_of(op)] = round(out.get(pipe_of(op), 0.0) + n, 2)
-        return out
+        out: collections.Counter = collections.Counter()
+        for op, n in self.hot_mix.items():
+            out[pipe_of(op)] += n
+        return {p: round(n, 2) for p, n in out.items()}
 
 
 def _find_tool(name: str, env: str, wheel: str) -> Path:
