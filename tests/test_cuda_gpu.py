@@ -270,3 +270,44 @@ def test_decode_ignores_unwritten_slots(variant):
         assert torch.isfinite(out).all(), splits
         err = rel_err(out, exp)
         assert err <= DECODE_TOL[case["query"].dtype], f"{splits} splits: decode rel err {err:.2e}"
+
+
+@pytest.mark.parametrize("variant", [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90")
+                                     for p, lay, d in (("3bit_nc", "soa", 128), ("k3v4_nc", "soa", 128),
+                                                       ("k8v4", "aos", 128), ("4bit_nc", "aos", 128),
+                                                       ("4bit_nc", "soa", 64))] + GROUPED[1:2],
+                         ids=lambda v: v.id)
+def test_balanced_decode_deals_splits_by_length(variant):
+    """A balanced decode (cuda_launch.balanced_blocks: the grid's blocks dealt to the sequences by their tiles) on
+    batches of mixed lengths (empty, one-token, mid-tile and long sequences), equal lengths (the classic grid taken
+    as is) and one sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
+    ones exit); a sliding window with sinks; several split counts: the reference decode within
+    tqgen.testing.DECODE_TOL, as the classic decode of the same call."""
+    from tqgen.cuda_launch import load_variant, merge_kind
+
+    spec, dev = variant.spec, torch.device("cuda")
+    kern = load_variant(variant)
+    step = variant.options.split_step()
+    hk = 3 if variant.options.head_groups and variant.options.decode_warps == 4 else 2
+    many = [int(x) * (i % 5 != 0) for i, x in enumerate(torch.randint(1, 3000, (64,), generator=torch.Generator().manual_seed(4)))]
+    cases = [([9000, 0, 17, 1, 700, 2500, 16, 33, 4096, 5], 4, (None, step, 3 * step)),
+             ([3000] * 4, 4, (None, 2 * step)), ([5000], 4, (step, 4 * step)), (many, 8, (2 * step,)),
+             ([20000] + [10] * 40, 4, (16 * step,))]  # more blocks than one wave's cap: the ones past it exit
+    for lens, g, split_counts in cases:
+        case = Case(spec, lens, hk, g, seed=21).build(dev)
+        cache = ref.allocate(spec, case["num_blocks"], hk, dev)
+        kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+        q, bt, sl = case["query"], case["block_table"], case["seq_lens"]
+        for window, sinks in ((None, None), (1000, case["sinks"])):
+            exp = ref.decode(spec, q, cache, bt, sl, sinks=sinks, sliding_window=window)
+            for splits in split_counts:
+                for balanced in (True, False):
+                    out = kern.decode(q, cache, bt, sl, num_splits=splits, sinks=sinks, sliding_window=window,
+                                      balanced=balanced)
+                    label = (len(lens), g, window, splits, balanced,
+                             merge_kind(len(lens) * hk * g, splits or kern.num_splits_for(len(lens), hk, bt.shape[1] * spec.block_size, dev)))
+                    assert torch.isfinite(out).all(), label
+                    err = rel_err(out, exp)
+                    assert err <= DECODE_TOL[q.dtype], f"{label}: decode rel err {err:.2e}"
+                    if lens[0] == 0 or 0 in lens:
+                        assert (out[[i for i, n in enumerate(lens) if n == 0]] == 0).all(), label

@@ -366,6 +366,42 @@ def test_decode_splits_fill_whole_waves():
                                        for t in range(2, s, 2)), (units, L, s)
 
 
+def test_balanced_blocks_deal_the_grid_by_tiles():
+    """A balanced decode deals the grid's B·X blocks a unit by tiles (cuda_launch.balanced_blocks re-enacts the
+    template's tq_bal_block): at most B·X (the grid and the workspace are the classic ones), equal lengths keep X
+    each, every non-empty sequence gets one and an empty one none, the rest follow the tiles past the cut (within one
+    block of the exact share), at most one wave (cap) of long blocks besides the short sequences', and a window
+    counts only the tiles it spans."""
+    from tqgen.cuda_launch import balanced_blocks, span_tiles
+    assert span_tiles(0) == 0 and span_tiles(1) == 1 and span_tiles(16) == 1 and span_tiles(17) == 2
+    assert span_tiles(1000, 100) == 1000 // 16 + 1 - 900 // 16 and span_tiles(50, 100) == span_tiles(50)
+    assert balanced_blocks([4096] * 5, 0, 3, 2) == [3] * 5 and balanced_blocks([0, 0], 0, 2, 9) == [2, 2]
+    mixed = balanced_blocks([32768] + [1024] * 31, 0, 2, 66)  # 64 blocks, 4032 tiles: 63 a block
+    assert mixed[0] == 32 and sorted(mixed[1:]) == [1] * 30 + [2], mixed  # the long one 64 a block, as the others
+    # half long, half short: the long ones keep one wave (66 a unit), the short ones' blocks come on top
+    half = balanced_blocks([16384] * 32 + [100] * 32, 0, 4, 66)
+    assert sum(half[:32]) <= 66 and half[32:] == [1] * 32 and min(half[:32]) >= 2, half
+    g = np.random.default_rng(3)
+    for _ in range(300):
+        b, x, cap = int(g.integers(1, 70)), int(g.integers(1, 40)), int(g.integers(1, 200))
+        lens = [int(v) for v in g.integers(0, 3) * g.integers(0, 40000, b)]
+        win = int(g.choice([0, 0, 64, 5000]))
+        got = balanced_blocks(lens, win, x, cap)
+        tiles = [span_tiles(n, win) for n in lens]
+        assert sum(got) <= b * x and len(got) == b, (lens, win, x)
+        if min(tiles) == max(tiles):
+            assert got == [x] * b
+            continue
+        n, ne, k = sum(tiles), sum(t > 0 for t in tiles), b * x
+        kc = min(k, cap)
+        kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
+        assert sum(got) == max(ne, kt), (sum(got), ne, kt)
+        cut, k2 = n // kt, max(0, kt - ne)
+        ex = sum(max(0, t - cut) for t in tiles)
+        for t, c in zip(tiles, got):
+            assert (c == 0) if t == 0 else (c >= 1 and abs(c - 1 - k2 * max(0, t - cut) / max(1, ex)) < 1), (t, c)
+
+
 def test_launch_config_structs_match_cuda_h():
     """cuLaunchKernelEx's structs as cuda.h (CUDA 12/13, 64-bit) lays them out: CUlaunchAttribute is the id,
     4 bytes of padding and a 64-byte value union (72 bytes); CUlaunchConfig has 7 unsigned ints, the

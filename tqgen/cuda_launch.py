@@ -15,6 +15,7 @@ is never stale. No torch extension is built: the kernels take raw pointers, and 
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import math
 import os
@@ -244,6 +245,51 @@ def decode_grid(options, splits: int, hk: int, gqa: int, batch: int) -> tuple[in
     return math.ceil(splits / w), hk * octets, batch
 
 
+def span_tiles(seq_len: int, window: int = 0) -> int:
+    """The decode's 16-token tiles of one sequence (of its last ``window`` tokens when 0 < window < seq_len)."""
+    start = seq_len - window if 0 < window < seq_len else 0
+    return (seq_len + 15) // 16 - start // 16
+
+
+def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> list[int]:
+    """A balanced decode's blocks a unit for each sequence (the template's ``tq_bal_plan`` / ``tq_bal_block``, re-enacted
+    for tests and docs). Of the grid's K = ``len(seq_lens) · blocks_per_unit`` blocks a unit, Kt are dealt: K, but at
+    most ``cap`` (the resident blocks a unit: one wave) plus the short sequences (at most N / min(K, cap) tiles; N: all
+    tiles), whose blocks end early. Every non-empty sequence gets one for its first N // Kt tiles, the rest go by
+    cumulative share of the tiles past that cut (floors of K2·Q / E: they sum exactly); equal lengths keep
+    ``blocks_per_unit`` each (the classic, tuned grid). A sequence's splits are its blocks times
+    ``CudaOptions.split_step()``; the blocks past the dealt ones exit at once."""
+    tiles = [span_tiles(int(n), window) for n in seq_lens]
+    if not tiles or min(tiles) == max(tiles):
+        return [blocks_per_unit] * len(tiles)
+    n, ne, k = sum(tiles), sum(t > 0 for t in tiles), len(tiles) * blocks_per_unit
+    kc = min(k, max(cap, 1))
+    kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
+    cut, k2 = n // kt, max(0, kt - ne)
+    ex = sum(max(0, t - cut) for t in tiles)
+    out, q, e = [], 0, 0
+    for t in tiles:
+        before = e + (k2 * q // ex if ex else 0)
+        q, e = q + max(0, t - cut), e + (t > 0)
+        out.append(e + (k2 * q // ex if ex else 0) - before)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count_of(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _sm_count(device: torch.device) -> int:
+    return _sm_count_of(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def balanced_cap(options, sms: int, grid_y: int) -> int:
+    """``balanced_blocks``' cap: the blocks a unit one wave holds (the launch bound's blocks an SM x SMs, over the
+    grid's units)."""
+    return max(1, sms * options.decode_min_blocks // max(1, grid_y))
+
+
 def merge_kind(rows: int, splits: int) -> str:
     """The decode merge for ``rows`` (sequence, query head) rows of ``splits`` partial results:
     ``groups`` (a block of MERGE_GROUPS·D threads per row, the splits spread over its groups: many
@@ -354,12 +400,17 @@ class CudaKernels:
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
         d = self.spec.head_dim
         return {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
-                "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
+                "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device),
+                "plan": torch.empty(batch, 2, dtype=torch.int64, device=device)}  # a balanced decode's rows a sequence
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
                num_splits: int | None = None, workspace: dict | None = None, out: torch.Tensor | None = None,
-               check: bool = True) -> torch.Tensor:
+               check: bool = True, balanced: bool | None = None) -> torch.Tensor:
+        """Split-KV decode: ``num_splits`` splits a (sequence, KV head) for a batch of equal lengths (the
+        workspace's; default ``num_splits_for``). ``balanced`` (default: from 2 sequences on) deals the grid's
+        blocks to the sequences by their tiles instead (``tq_bal_block`` in the template), so that a batch of
+        mixed lengths spreads its work evenly: the same grid and workspace, the same splits for equal lengths."""
         s = self.spec
         if check:
             ref.check_decode_args(s, query, cache, block_table, seq_lens, sinks, sliding_window,
@@ -373,6 +424,12 @@ class CudaKernels:
         scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
         splits = num_splits or self.num_splits_for(b, hk, block_table.shape[1] * s.block_size, cache.device)
         ws = workspace or self.workspace(b, hq, splits, cache.device)
+        step = self.variant.options.split_step()
+        if balanced is None:  # one block a unit each (splits == step): nothing to deal; a workspace without "plan": classic
+            balanced = b > 1 and splits % step == 0 and splits > step and "plan" in ws
+        elif balanced and splits % step:
+            raise ValueError(f"{self.variant.id}: a balanced decode needs a split count that is a multiple of {step} "
+                             f"(the block's splits); got num_splits={splits}: pass a multiple or balanced=False")
         if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
             raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
         q = query if query.is_contiguous() else query.contiguous()
@@ -383,26 +440,38 @@ class CudaKernels:
         if b == 0:
             return out
         stream = self._stream(cache.device)
-        self.driver.launch(self._fn("decode_split", q.dtype), decode_grid(self.variant.options, splits, hk, g, b),
+        window = int(sliding_window or 0)
+        grid = decode_grid(self.variant.options, splits, hk, g, b)
+        cap = balanced_cap(self.variant.options, _sm_count(cache.device), grid[1])
+        plan = ws.get("plan") if balanced else None
+        if balanced and (plan is None or plan.shape[0] < b):
+            raise ValueError(f"a balanced decode needs the workspace's 'plan' buffer [>= {b}, 2] int64 (got keys "
+                             f"{sorted(ws)}): make the workspace with workspace(batch, num_q_heads, num_splits, device) "
+                             "or pass balanced=False")
+        self.driver.launch(self._fn("decode_split_bal" if balanced else "decode_split", q.dtype), grid,
                            32 * self.variant.options.decode_warps, [
             _ptr(q), _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(ws["acc"]),
             _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
-            ctypes.c_float(scale * LOG2E), ctypes.c_int(int(sliding_window or 0)), self._layout(hk)], stream,
-            smem=self.decode_smem)
+            ctypes.c_float(scale * LOG2E), ctypes.c_int(window), self._layout(hk), ctypes.c_int(cap), _ptr(plan)],
+            stream, smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
-        self.merge(ws, sk, out, hq, splits, stream)
+        self.merge(ws, sk, out, hq, splits, stream, plan=plan, seq_lens=sl, window=window)
         return out
 
     def merge(self, ws: dict, sinks: torch.Tensor | None, out: torch.Tensor, hq: int, splits: int, stream: int,
-              kind: str | None = None) -> None:
-        """Stage 2: the splits' log-sum-exp merge into ``out`` [B, Hq, D] (``kind``: ``merge_kind``'s choice)."""
+              kind: str | None = None, plan: torch.Tensor | None = None, seq_lens: torch.Tensor | None = None,
+              window: int = 0) -> None:
+        """Stage 2: the splits' log-sum-exp merge into ``out`` [B, Hq, D] (``kind``: ``merge_kind``'s choice);
+        ``plan`` (a balanced decode's: where each sequence's partial results are) with ``seq_lens`` (int32) and
+        ``window`` (a sequence without tiles has none)."""
         rows, d = out.shape[0] * hq, out.shape[2]
         args = [_ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sinks), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)]
+        bal = [_ptr(plan), _ptr(seq_lens if plan is not None else None), ctypes.c_int(window)]
         if (kind or merge_kind(rows, splits)) == "rows":
             self.driver.launch(self._fn("decode_merge_rows", out.dtype), (math.ceil(rows / MERGE_ROWS), 1, 1),
-                               32 * MERGE_ROWS, args + [ctypes.c_longlong(rows)], stream, after_trigger=self.pdl)
+                               32 * MERGE_ROWS, args + [ctypes.c_longlong(rows)] + bal, stream, after_trigger=self.pdl)
         else:
-            self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), MERGE_GROUPS * d, args, stream,
+            self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), MERGE_GROUPS * d, args + bal, stream,
                                after_trigger=self.pdl)
 
     # ---------------------------------------------------------------- dequant
@@ -453,7 +522,7 @@ def load_variant(v: Variant, device: torch.device | str | int | None = None) -> 
             fns = {name: drv.function(mod, name) for pair in KERNEL_NAMES.values() for name in pair}
             smem = decode_dynamic_smem(v.spec, v.target, v.kind, v.options)
             if smem:  # the 48 KB default bounds static + dynamic together: opt in whatever the size
-                for name in KERNEL_NAMES["decode_split"]:
+                for name in KERNEL_NAMES["decode_split"] + KERNEL_NAMES["decode_split_bal"]:
                     drv.allow_dynamic_smem(fns[name], smem)
         _LOADED[key] = CudaKernels(v, drv, fns, smem, pdl=not hip and int(arch[2:]) >= 90)
     return _LOADED[key]

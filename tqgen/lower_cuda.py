@@ -989,7 +989,7 @@ def layout_params(spec: LayoutSpec, num_kv_heads: int) -> tuple[int, ...]:
 
 #: entry points per kernel: (bf16 name, fp16 name); dequant also writes fp32
 KERNEL_NAMES: dict[str, tuple[str, str]] = {
-    **{k: (f"tq_{k}_bf16", f"tq_{k}_f16") for k in ("store", "decode_split", "decode_merge", "decode_merge_rows",
-                                                    "dequant")},
+    **{k: (f"tq_{k}_bf16", f"tq_{k}_f16") for k in ("store", "decode_split", "decode_split_bal", "decode_merge",
+                                                    "decode_merge_rows", "dequant")},
     "dequant_f32": ("tq_dequant_f32", "tq_dequant_f32"),
 }

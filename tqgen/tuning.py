@@ -212,13 +212,15 @@ def _fill(kern, cache, hk: int, d: int, dev) -> None:
         cache[s:s + m].copy_(cache[:m])
 
 
-def _graph_us(kern, q, cache, tables, sl, splits: int, dev, min_ms: float = 4.0, repeats: int = 3) -> float:
+def _graph_us(kern, q, cache, tables, sl, splits: int, dev, min_ms: float = 4.0, repeats: int = 3, **decode_kw) -> float:
     """Median time of one decode call at ``splits`` by CUDA-graph replay (no host overhead), the calls
-    rotating over ``tables`` (disjoint pages: L2 never holds the next call's)."""
+    rotating over ``tables`` (disjoint pages: L2 never holds the next call's); ``decode_kw`` go to the decode
+    (e.g. ``balanced``)."""
     import torch
     ws = kern.workspace(q.shape[0], q.shape[1], splits, dev)
     out = torch.empty_like(q)
-    calls = [lambda bt=bt: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, out=out, check=False)
+    calls = [lambda bt=bt: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, out=out, check=False,
+                                       **decode_kw)
              for bt in tables]
     st = torch.cuda.Stream(dev)
     st.wait_stream(torch.cuda.current_stream(dev))
