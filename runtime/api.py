@@ -100,10 +100,11 @@ class _Kernels:
         self.kern.store(key, value, cache, slot_mapping, check=check)
 
     def decode(self, query, cache, block_table, seq_lens, *, scale=None, sinks=None, sliding_window=None,
-               workspace=None, check=True):
+               workspace=None, check=True, balanced=None):
         splits = workspace["acc"].shape[2] if workspace is not None else None
+        kw = {} if balanced is None else {"balanced": balanced}
         return self.kern.decode(query, cache, block_table, seq_lens, scale=scale, sinks=sinks,
-                                sliding_window=sliding_window, num_splits=splits, workspace=workspace, check=check)
+                                sliding_window=sliding_window, num_splits=splits, workspace=workspace, check=check, **kw)
 
     def dequant(self, cache, block_table, seq_lens, max_len=None, dtype=torch.bfloat16, *, check=True):
         return self.kern.dequant(cache, block_table, seq_lens, max_len, dtype, check=check)
@@ -157,10 +158,18 @@ class TurboQuantKV:
         self._impl["store"].store(key, value, cache, slot_mapping, check=check)
 
     def decode(self, query, cache, block_table, seq_lens, *, sinks=None, sliding_window=None, scale=None,
-               workspace: Workspace | None = None, check: bool = True) -> torch.Tensor:
+               workspace: Workspace | None = None, check: bool = True, balanced: bool | None = None) -> torch.Tensor:
+        """``balanced``: length-balanced splits (the C++ decode; see README, CUDA C++ kernels): ``True`` for batches of
+        mixed lengths, ``None`` the variant's default."""
         ws = workspace.for_batch(query.shape[0]) if workspace is not None else None
-        return self._impl["decode"].decode(query, cache, block_table, seq_lens, scale=scale, sinks=sinks,
-                                           sliding_window=sliding_window, workspace=ws, check=check)
+        impl = self._impl["decode"]
+        cpp = isinstance(impl, _Kernels) and impl.variant_id.startswith(("cuda-", "hip-"))
+        if balanced and not cpp:
+            raise ValueError(f"balanced=True needs the C++ decode; this request's decode is {self.variants['decode']}: "
+                             "pass balanced=None (or False), or choose a cuda/hip variant")
+        kw = {"balanced": balanced} if cpp and balanced is not None else {}
+        return impl.decode(query, cache, block_table, seq_lens, scale=scale, sinks=sinks,
+                           sliding_window=sliding_window, workspace=ws, check=check, **kw)
 
     def dequant(self, cache, block_table, seq_lens, max_len: int | None = None, dtype: torch.dtype | None = None):
         return self._impl["dequant"].dequant(cache, block_table, seq_lens, max_len, dtype or self.dtype)

@@ -378,9 +378,10 @@ def test_balanced_blocks_deal_the_grid_by_tiles():
     assert balanced_blocks([4096] * 5, 0, 3, 2) == [3] * 5 and balanced_blocks([0, 0], 0, 2, 9) == [2, 2]
     mixed = balanced_blocks([32768] + [1024] * 31, 0, 2, 66)  # 64 blocks, 4032 tiles: 63 a block
     assert mixed[0] == 32 and sorted(mixed[1:]) == [1] * 30 + [2], mixed  # the long one 64 a block, as the others
-    # half long, half short: the long ones keep one wave (66 a unit), the short ones' blocks come on top
-    half = balanced_blocks([16384] * 32 + [100] * 32, 0, 4, 66)
-    assert sum(half[:32]) <= 66 and half[32:] == [1] * 32 and min(half[:32]) >= 2, half
+    # half long, half short: the long ones about as the classic grid of 33 full sequences (4 blocks each), the short
+    # ones' blocks on top
+    half = balanced_blocks([16384] * 32 + [100] * 32, 0, 4, 132)
+    assert 4 * 32 <= sum(half[:32]) <= 4 * 33 + 1 and half[32:] == [1] * 32 and min(half[:32]) >= 4, half
     g = np.random.default_rng(3)
     for _ in range(300):
         b, x, cap = int(g.integers(1, 70)), int(g.integers(1, 40)), int(g.integers(1, 200))
@@ -393,7 +394,7 @@ def test_balanced_blocks_deal_the_grid_by_tiles():
             assert got == [x] * b
             continue
         n, ne, k = sum(tiles), sum(t > 0 for t in tiles), b * x
-        kc = min(k, cap)
+        kc = min(k, max(x * -(-n // max(tiles)), 3 * cap // 4))
         kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
         assert sum(got) == max(ne, kt), (sum(got), ne, kt)
         cut, k2 = n // kt, max(0, kt - ne)

@@ -125,6 +125,11 @@ def test_public_api_matches_reference(backend, preset, layout):
     k, v = kv.dequant(cache, case["block_table"], case["seq_lens"], dtype=torch.float32)
     ek, ev = ref.dequant(kv.spec, cache, case["block_table"], case["seq_lens"])
     assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
+    # length-balanced splits are the C++ decode's: asked of another decode, a clear error (not a silent classic run)
+    with pytest.raises(ValueError, match="balanced=True needs the C\\+\\+ decode"):
+        kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], balanced=True)
+    assert torch.equal(kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], balanced=False),
+                       kv.decode(case["query"], cache, case["block_table"], case["seq_lens"]))
 
 
 def test_layout_equivalence_through_the_public_api():

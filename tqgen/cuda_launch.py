@@ -254,7 +254,8 @@ def span_tiles(seq_len: int, window: int = 0) -> int:
 def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> list[int]:
     """A balanced decode's blocks a unit for each sequence (the template's ``tq_bal_plan`` / ``tq_bal_block``, re-enacted
     for tests and docs). Of the grid's K = ``len(seq_lens) · blocks_per_unit`` blocks a unit, Kt are dealt: K, but at
-    most ``cap`` (the resident blocks a unit: one wave) plus the short sequences (at most N / min(K, cap) tiles; N: all
+    most Kc long blocks (X · ceil(N / n_max): the classic grid for as many sequences of the longest length, or 3/4 of
+    ``cap``, the resident blocks a unit, where that is more; N: all tiles) plus the short sequences (at most N / Kc
     tiles), whose blocks end early. Every non-empty sequence gets one for its first N // Kt tiles, the rest go by
     cumulative share of the tiles past that cut (floors of K2·Q / E: they sum exactly); equal lengths keep
     ``blocks_per_unit`` each (the classic, tuned grid). A sequence's splits are its blocks times
@@ -263,7 +264,7 @@ def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> li
     if not tiles or min(tiles) == max(tiles):
         return [blocks_per_unit] * len(tiles)
     n, ne, k = sum(tiles), sum(t > 0 for t in tiles), len(tiles) * blocks_per_unit
-    kc = min(k, max(cap, 1))
+    kc = min(k, max(blocks_per_unit * -(-n // max(tiles)), 3 * max(cap, 1) // 4))
     kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
     cut, k2 = n // kt, max(0, kt - ne)
     ex = sum(max(0, t - cut) for t in tiles)
@@ -408,9 +409,11 @@ class CudaKernels:
                num_splits: int | None = None, workspace: dict | None = None, out: torch.Tensor | None = None,
                check: bool = True, balanced: bool | None = None) -> torch.Tensor:
         """Split-KV decode: ``num_splits`` splits a (sequence, KV head) for a batch of equal lengths (the
-        workspace's; default ``num_splits_for``). ``balanced`` (default: from 2 sequences on) deals the grid's
-        blocks to the sequences by their tiles instead (``tq_bal_block`` in the template), so that a batch of
-        mixed lengths spreads its work evenly: the same grid and workspace, the same splits for equal lengths."""
+        workspace's; default ``num_splits_for``). ``balanced=True`` deals the grid's blocks to the sequences by their
+        tiles instead (``balanced_blocks``; the template's ``tq_bal_block``), so that a batch of mixed lengths spreads
+        its work evenly: the same grid and workspace, the classic splits for equal lengths. ``None``: on for the
+        head-group variants from 2 sequences (neutral on equal lengths there), off for the others (their balanced
+        kernel measured 4-16 % slower on equal lengths, 2-3x faster on a batch waiting on one long sequence)."""
         s = self.spec
         if check:
             ref.check_decode_args(s, query, cache, block_table, seq_lens, sinks, sliding_window,
@@ -425,8 +428,12 @@ class CudaKernels:
         splits = num_splits or self.num_splits_for(b, hk, block_table.shape[1] * s.block_size, cache.device)
         ws = workspace or self.workspace(b, hq, splits, cache.device)
         step = self.variant.options.split_step()
-        if balanced is None:  # one block a unit each (splits == step): nothing to deal; a workspace without "plan": classic
-            balanced = b > 1 and splits % step == 0 and splits > step and "plan" in ws
+        if balanced is None:
+            # on where it measured neutral on equal lengths: head-group variants (the others' balanced kernel ran
+            # 4-16 % slower there with the same tile loop, bench/results/h200-2026-12-03-balanced-splits.md); never at
+            # one block a unit (splits == step: nothing to deal) or with a workspace without "plan"
+            balanced = (self.variant.options.head_groups and b > 1 and splits % step == 0 and splits > step
+                        and "plan" in ws)
         elif balanced and splits % step:
             raise ValueError(f"{self.variant.id}: a balanced decode needs a split count that is a multiple of {step} "
                              f"(the block's splits); got num_splits={splits}: pass a multiple or balanced=False")
