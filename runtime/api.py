@@ -163,7 +163,7 @@ class TurboQuantKV:
         mixed lengths, ``None`` the variant's default."""
         ws = workspace.for_batch(query.shape[0]) if workspace is not None else None
         impl = self._impl["decode"]
-        cpp = isinstance(impl, _Kernels) and impl.variant_id.startswith(("cuda-", "hip-"))
+        cpp = isinstance(impl, _Kernels) and impl.kern.variant.backend in (Backend.CUDA, Backend.HIP)
         if balanced and not cpp:
             raise ValueError(f"balanced=True needs the C++ decode; this request's decode is {self.variants['decode']}: "
                              "pass balanced=None (or False), or choose a cuda/hip variant")

@@ -15,7 +15,6 @@ is never stale. No torch extension is built: the kernels take raw pointers, and 
 from __future__ import annotations
 
 import ctypes
-import functools
 import logging
 import math
 import os
@@ -30,7 +29,7 @@ from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_ROWS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
                          store_lanes)
 from .build import source_name, user_cache, variant_dir
-from .tuning import generation as tuning_generation, split_cap, tuned_splits
+from .tuning import generation as tuning_generation, sm_count, split_cap, tuned_splits
 from .variants import Variant
 
 log = logging.getLogger("tqgen.cuda")
@@ -276,15 +275,6 @@ def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> li
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count_of(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def _sm_count(device: torch.device) -> int:
-    return _sm_count_of(device.index if device.index is not None else torch.cuda.current_device())
-
-
 def balanced_cap(options, sms: int, grid_y: int) -> int:
     """``balanced_blocks``' cap: the blocks a unit one wave holds (the launch bound's blocks an SM x SMs, over the
     grid's units)."""
@@ -391,7 +381,7 @@ class CudaKernels:
 
     def heuristic_splits(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
         """``decode_splits`` with resident warps per SM = the launch bound's blocks x warps (CUDA), 16 (HIP)."""
-        sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+        sms = sm_count(device)
         o = self.variant.options
         per_sm = 16 if self.variant.target.info.vendor is Vendor.AMD else o.decode_min_blocks * o.decode_warps
         # head groups: a block is a (sequence, split) of decode_warps heads (its idle warps past the last head count)
@@ -449,7 +439,7 @@ class CudaKernels:
         stream = self._stream(cache.device)
         window = int(sliding_window or 0)
         grid = decode_grid(self.variant.options, splits, hk, g, b)
-        cap = balanced_cap(self.variant.options, _sm_count(cache.device), grid[1])
+        cap = balanced_cap(self.variant.options, sm_count(cache.device), grid[1]) if balanced else 0
         plan = ws.get("plan") if balanced else None
         if balanced and (plan is None or plan.shape[0] < b):
             raise ValueError(f"a balanced decode needs the workspace's 'plan' buffer [>= {b}, 2] int64 (got keys "

@@ -11,7 +11,6 @@ Tensor checks reuse the reference oracle's validators; byte addressing comes fro
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import logging
 import math
@@ -28,6 +27,7 @@ from .codebook import lloyd_max
 from .ir import LayoutSpec, Rotation, Target, Vendor
 from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs, make_variant, rotates
 from .build import variant_dir
+from .tuning import sm_count
 from .variants import Variant
 
 log = logging.getLogger("tqgen.triton")
@@ -122,8 +122,7 @@ class TritonKernels:
         key = ("splits", device.type, device.index, batch, num_kv_heads, max_seq_len)
         s = self._consts.get(key)  # memoised (every decode call asks)
         if s is None:
-            sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device()) \
-                if device.type == "cuda" else 1
+            sms = sm_count(device)
             per_sm = 16
             if device.type == "cuda" and self.variant.target.info.vendor is Vendor.NVIDIA:
                 warps = self.variant.options.launch_kwargs(self.variant.target, decode=True)["num_warps"]
@@ -219,11 +218,6 @@ class TritonKernels:
             cache, cache.view(torch.int16), block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
             **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
         return k, v
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def triton_cdiv(a: int, b: int) -> int:

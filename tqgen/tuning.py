@@ -75,6 +75,20 @@ def variant_key(v) -> str:
     return f"{v.backend}-{v.target}-{v.kind}-{v.spec.token}"
 
 
+@lru_cache(maxsize=None)
+def _sm_count_of(index: int) -> int:
+    import torch
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def sm_count(device) -> int:
+    """The SMs (CUs) of a CUDA / ROCm device, 1 for any other (memoised: launchers ask on every decode)."""
+    if device.type != "cuda":
+        return 1
+    import torch
+    return _sm_count_of(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def tiles_of(max_seq_len: int) -> int:
     return max(1, math.ceil(max_seq_len / 16))
 

@@ -16,12 +16,12 @@ sys.path.insert(0, "bench")
 from cuda_h200 import copy_ceiling  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
-from tqgen.cuda_launch import _sm_count, balanced_blocks, balanced_cap, decode_grid, load_variant  # noqa: E402
+from tqgen.cuda_launch import balanced_blocks, balanced_cap, decode_grid, load_variant  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.layout import derive_layout  # noqa: E402
 from tqgen.lower_cuda import make_variant  # noqa: E402
 from tqgen.testing import rel_err  # noqa: E402
-from tqgen.tuning import _graph_us  # noqa: E402
+from tqgen.tuning import _graph_us, sm_count  # noqa: E402
 
 dev = torch.device("cuda")
 D = int(os.environ.get("D", "128"))
@@ -91,7 +91,7 @@ for item in items:
         tb = _graph_us(kern, q, cache, tables, sl, splits, dev)  # the launcher's choice (classic at one block a unit)
         nbytes = sum(lens) * HK * per_tok
         grid = decode_grid(v.options, splits, HK, HQ // HK, b)
-        xb = balanced_blocks(lens, 0, splits // v.options.split_step(), balanced_cap(v.options, _sm_count(dev), grid[1]))
+        xb = balanced_blocks(lens, 0, splits // v.options.split_step(), balanced_cap(v.options, sm_count(dev), grid[1]))
         rows.append(f"| {preset} {layout} | {name} | {splits} | {min(xb)}-{max(xb)} | {tc:.1f} | {tb:.1f} | "
                     f"{tc / tb:.2f} | {100 * nbytes / (tc * 1e-6) / ceil:.1f} | {100 * nbytes / (tb * 1e-6) / ceil:.1f} | "
                     f"{max(errs):.1e} |")
