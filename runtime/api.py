@@ -157,13 +157,20 @@ class TurboQuantKV:
     def store(self, key, value, cache, slot_mapping, *, check: bool = True) -> None:
         self._impl["store"].store(key, value, cache, slot_mapping, check=check)
 
+    @property
+    def balanced_decode(self) -> bool:
+        """Whether ``decode(balanced=True)`` runs here: the C++ decode (cuda/hip variants) has length-balanced
+        splits; the Triton and reference decodes do not."""
+        impl = self._impl["decode"]
+        return isinstance(impl, _Kernels) and impl.kern.variant.backend in (Backend.CUDA, Backend.HIP)
+
     def decode(self, query, cache, block_table, seq_lens, *, sinks=None, sliding_window=None, scale=None,
                workspace: Workspace | None = None, check: bool = True, balanced: bool | None = None) -> torch.Tensor:
         """``balanced``: length-balanced splits (the C++ decode; see README, CUDA C++ kernels): ``True`` for batches of
         mixed lengths, ``None`` the variant's default."""
         ws = workspace.for_batch(query.shape[0]) if workspace is not None else None
         impl = self._impl["decode"]
-        cpp = isinstance(impl, _Kernels) and impl.kern.variant.backend in (Backend.CUDA, Backend.HIP)
+        cpp = self.balanced_decode
         if balanced and not cpp:
             raise ValueError(f"balanced=True needs the C++ decode; this request's decode is {self.variants['decode']}: "
                              "pass balanced=None (or False), or choose a cuda/hip variant")

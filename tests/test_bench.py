@@ -40,12 +40,12 @@ def test_smoke_files_and_columns(smoke):
     tmp, rc, res, md = smoke
     assert rc == 0
     rows, meta = res["rows"], res["meta"]
-    # 6 smoke shapes x 2 presets x 2 layouts, all measured by the oracle backend
-    assert len(rows) == 24 and all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
+    # 7 smoke shapes x 2 presets x 2 layouts, all measured by the oracle backend
+    assert len(rows) == 28 and all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
     assert {r["op"] for r in rows} == {"decode", "store", "dequant", "prefill"}
     for key in ("op", "backend", "variant", "preset", "layout", "B", "L", "N", "Hq", "Hk", "D", "splits", "time_us",
-                "min_us", "bytes", "GBps", "pct_ceiling", "sdpa_us", "vs_sdpa", "paged_us", "vs_paged", "l2", "check",
-                "status"):
+                "min_us", "bytes", "GBps", "pct_ceiling", "sdpa_us", "vs_sdpa", "paged_us", "vs_paged", "mix",
+                "classic_us", "vs_classic", "l2", "check", "status"):
         assert all(key in r for r in rows), key
     assert all(r["time_us"] > 0 and r["min_us"] <= r["time_us"] and r["check"] == "oracle" for r in rows
                if r["op"] != "prefill")
@@ -96,6 +96,14 @@ def test_bytes_moved_match_derive_layout(smoke):
     # k8v4 at D=64: 64 fp8 key bytes + 32 + 4 = 100
     k8 = [r for r in rows if r["op"] == "decode" and r["preset"] == "k8v4" and r["L"] == 32]
     assert k8 and all(r["slot_bytes"] == 100 and r["bytes"] == 2 * 32 * 2 * 100 + 2048 for r in k8)
+    # a mixed batch counts the tokens it has: B=3 one-long L=64 -> 64 + 2 + 2 tokens (L/32 = 2); query/output
+    # 3·4·64·2 bytes each
+    mixed = [r for r in rows if r.get("mix") == "one-long"]
+    assert len(mixed) == 4 and all(r["B"] == 3 and r["L"] == 64 for r in mixed)
+    assert decode_bytes(spec, 3, 64, 4, 2, lengths=[64, 2, 2]) == (68 * 2 * 70 + 1536, 1536)
+    assert got[("decode", 3, 64, None)]["bytes"] == 68 * 2 * 70 + 3072
+    # no SDPA equivalent; the reference backend has no balanced decode: no classic column
+    assert all(r["sdpa_us"] is None and "mixed lengths" in r["sdpa_note"] and r["classic_us"] is None for r in mixed)
 
 
 def test_pct_ceiling_is_bytes_over_time_over_ceiling(smoke):
@@ -121,10 +129,10 @@ def test_triton_interpreter_checked_and_cuda_unavailable(tmp_path):
     assert rc == 0
     rows = res["rows"]
     cuda = [r for r in rows if r["backend"] == "cuda"]
-    assert len(cuda) == 3 and all(r["status"].startswith("unavailable:") and "cuda" in r["status"] for r in cuda)
+    assert len(cuda) == 4 and all(r["status"].startswith("unavailable:") and "cuda" in r["status"] for r in cuda)
     assert "## Not measured" in md and "unavailable" in md
     tri = [r for r in rows if r["backend"] == "triton"]
-    assert len(tri) == 3
+    assert len(tri) == 4  # decode x 3 (one of mixed lengths: checked on its real lengths), store
     if not INTERPRET:
         assert all(r["status"].startswith("unavailable:") for r in tri)
         return
@@ -166,8 +174,27 @@ def test_suites():
     sw = suite_shapes("sweep", 4)
     assert {(s.b, s.l) for s in sw} == {(b, l) for b in (1, 32) for l in (K, 4 * K, 16 * K, 32 * K, 128 * K)}
     full = suite_shapes("full", 4)
-    dec = [s for s in full if s.op == "decode"]
+    dec = [s for s in full if s.op == "decode" and not s.mix]
+    assert len([s for s in full if s.mix]) == 4 * 3 * 2  # 4 head shapes x B 8/32/128 x 2 mixes at L=32K
     assert len(dec) == 4 * 5 * 4 and {s.hq // s.hk for s in dec} == {1, 3, 4, 8} and {s.d for s in dec} == {64, 128}
+
+
+def test_mixed_lengths():
+    from tqgen.bench import mixed_lengths
+    assert mixed_lengths("one-long", 4, 32 * K) == [32 * K, K, K, K]
+    assert mixed_lengths("ramp", 4, 32 * K) == [8 * K, 16 * K, 24 * K, 32 * K]
+    assert mixed_lengths("", 2, 7) == [7, 7]
+    assert mixed_lengths("one-long", 3, 16) == [16, 1, 1]  # L/32 rounds down, at least one token
+    from tqgen.ir import SpecError
+    with pytest.raises(SpecError, match="mix"):
+        mixed_lengths("zipf", 4, 64)
+    m = suite_shapes("mixed", 4)
+    assert m and all(s.op == "decode" and s.mix and s.l == 32 * K for s in m)
+    assert Shape("decode", 32, 32 * K, *MAIN, mix="one-long") in m
+    assert Shape("decode", 32, 32 * K, *MAIN, mix="one-long").label() == "decode B=32 L=32768 mix=one-long Hq32 Hk8 D128"
+    # the targets are on equal lengths: a mixed row at a target shape is not evaluated
+    r = _row("decode", "4bit_nc", 10.0, b=32, l=32 * K)
+    assert evaluate_targets([dict(r, mix="one-long")]) == [] and evaluate_targets([r])
 
 
 def test_plots_are_a_grid_of_head_shapes_by_batch(tmp_path):

@@ -126,6 +126,7 @@ def test_public_api_matches_reference(backend, preset, layout):
     ek, ev = ref.dequant(kv.spec, cache, case["block_table"], case["seq_lens"])
     assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
     # length-balanced splits are the C++ decode's: asked of another decode, a clear error (not a silent classic run)
+    assert kv.balanced_decode is False
     with pytest.raises(ValueError, match="balanced=True needs the C\\+\\+ decode"):
         kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], balanced=True)
     assert torch.equal(kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], balanced=False),

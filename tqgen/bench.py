@@ -4,6 +4,7 @@
     tqgen bench --suite sweep                    # decode time vs L, B ∈ {1, 32} (plots)
     tqgen bench --suite full --budget-s 3000     # every shape issue 6 lists; what does not fit is skipped
     tqgen bench --suite smoke                    # tiny shapes, runs on a CPU in seconds (CI)
+    tqgen bench --suite mixed --cuda-graph       # decode of batches of mixed lengths: balanced vs classic splits
     tqgen bench --suite targets --list           # the cases and a rough GPU-time estimate; runs nothing
     tqgen bench --suite targets --op decode --cuda-graph   # decode as CUDA-graph replays (no launch overhead)
 
@@ -57,7 +58,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
 
 OPS = ("decode", "store", "dequant", "prefill")
-SUITES = ("targets", "sweep", "full", "smoke")
+SUITES = ("targets", "sweep", "full", "smoke", "mixed")
 BACKEND_NAMES = ("cuda", "hip", "triton", "triton:gfx950_mfma", "reference")
 K = 1024
 
@@ -89,10 +90,27 @@ TARGET_DECODE_SHAPES = ((32, 32 * K), (128, 8 * K))
 
 
 # =========================================================================== shapes and suites
+#: decode batches of mixed lengths (``Shape.mix``; L = the longest): "one-long" = one sequence of L and B - 1 of
+#: L / 32 (a batch waiting on one long request); "ramp" = lengths L·i / B for i = 1 .. B (evenly spread)
+MIXES = ("one-long", "ramp")
+
+
+def mixed_lengths(mix: str, b: int, l: int) -> list[int]:
+    """The sequence lengths of a mixed-length decode batch (see ``MIXES``); equal lengths for ``mix=""``."""
+    if mix == "":
+        return [l] * b
+    if mix == "one-long":
+        return [l] + [max(1, l // 32)] * (b - 1)
+    if mix == "ramp":
+        return [max(1, l * (i + 1) // b) for i in range(b)]
+    raise SpecError([Reason("mix", mix, list(MIXES))], "unknown length mix")
+
+
 @dataclass(frozen=True)
 class Shape:
     """One measured shape. store: ``n`` tokens (b = l = 0); prefill: ``n`` new tokens per sequence after
-    ``l`` tokens of history; decode / dequant: ``b`` sequences of ``l`` tokens."""
+    ``l`` tokens of history; decode / dequant: ``b`` sequences of ``l`` tokens; a decode with ``mix``: ``b``
+    sequences of ``mixed_lengths(mix, b, l)`` tokens (the longest ``l``)."""
 
     op: str
     b: int
@@ -101,10 +119,14 @@ class Shape:
     hk: int
     d: int
     n: int = 0
+    mix: str = ""
 
     @property
     def heads(self) -> tuple[int, int, int]:
         return self.hq, self.hk, self.d
+
+    def lengths(self) -> list[int]:
+        return mixed_lengths(self.mix, self.b, self.l)
 
     def label(self) -> str:
         h = f"Hq{self.hq} Hk{self.hk} D{self.d}"
@@ -112,7 +134,7 @@ class Shape:
             return f"store N={self.n} Hk{self.hk} D{self.d}"
         if self.op == "prefill":
             return f"prefill B={self.b} ctx={self.l} new={self.n} {h}"
-        return f"{self.op} B={self.b} L={self.l} {h}"
+        return f"{self.op} B={self.b} L={self.l}{f' mix={self.mix}' if self.mix else ''} {h}"
 
 
 def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
@@ -122,7 +144,12 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
         hq, hk, d = 4, 2, 64
         return [Shape("decode", 2, 32, hq, hk, d), Shape("decode", 2, 64, hq, hk, d),
                 Shape("store", 0, 0, hq, hk, d, n=64), Shape("dequant", 2, 64, hq, hk, d),
-                Shape("prefill", 1, 32, hq, hk, d, n=small), Shape("prefill", 1, 32, hq, hk, d, n=small + 8)]
+                Shape("prefill", 1, 32, hq, hk, d, n=small), Shape("prefill", 1, 32, hq, hk, d, n=small + 8),
+                Shape("decode", 3, 64, hq, hk, d, mix="one-long")]
+    if suite == "mixed":
+        return [Shape("decode", 32, 32 * K, *MAIN, mix=m) for m in MIXES] + [
+            Shape("decode", 8, 32 * K, *MAIN, mix="ramp"), Shape("decode", 128, 32 * K, *MAIN, mix="one-long"),
+            Shape("decode", 32, 32 * K, *SMOLLM2, mix="one-long")]
     if suite == "targets":
         return [Shape("decode", b, l, *MAIN) for b, l in TARGET_DECODE_SHAPES] + [
             Shape("decode", 1, 4 * K, *MAIN), Shape("decode", 32, 32 * K, *SMOLLM2),
@@ -134,6 +161,7 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
         out = []
         for h in heads:
             out += [Shape("decode", b, l, *h) for b in BATCHES for l in LENGTHS]
+            out += [Shape("decode", b, 32 * K, *h, mix=m) for b in BATCHES[1:] for m in MIXES]
             out += [Shape("dequant", b, l, *h) for b in BATCHES for l in LENGTHS]
             out += [Shape("prefill", b, l, *h, n=n) for b in BATCHES for l in LENGTHS for n in (small, PREFILL_CHUNK)]
         for h in (MAIN, SMOLLM2):  # store does not depend on Hq
@@ -148,9 +176,12 @@ def _slot(spec) -> int:
     return derive_layout(spec).slot_bytes
 
 
-def decode_bytes(spec, b: int, l: int, hq: int, hk: int, elt: int = DTYPE_BYTES) -> tuple[int, int]:
-    """(read, written): packed cache bytes of B·L token-heads + the query; the output."""
-    return b * l * hk * _slot(spec) + b * hq * spec.head_dim * elt, b * hq * spec.head_dim * elt
+def decode_bytes(spec, b: int, l: int, hq: int, hk: int, elt: int = DTYPE_BYTES, *,
+                 lengths: list[int] | None = None) -> tuple[int, int]:
+    """(read, written): packed cache bytes of B·L token-heads (of sum(lengths) with ``lengths``) + the query; the
+    output."""
+    tokens = b * l if lengths is None else sum(lengths)
+    return tokens * hk * _slot(spec) + b * hq * spec.head_dim * elt, b * hq * spec.head_dim * elt
 
 
 def store_bytes(spec, n: int, hk: int, elt: int = DTYPE_BYTES) -> tuple[int, int]:
@@ -503,10 +534,11 @@ class Bench:
         except Exception:  # noqa: BLE001
             return "n/a: no bf16 paged decode installed (flash-attn, flashinfer, vllm not importable)"
 
-    def paged_decode(self, b, l, hq, hk, d) -> dict:
-        """bf16 paged decode through flash-attn's flash_attn_with_kvcache when installed."""
+    def paged_decode(self, b, l, hq, hk, d, lengths: list[int] | None = None) -> dict:
+        """bf16 paged decode through flash-attn's flash_attn_with_kvcache when installed (``lengths``: a
+        mixed-length batch's, the longest ``l``)."""
         import torch
-        key = (b, l, hq, hk, d)
+        key = (b, l, hq, hk, d, tuple(lengths) if lengths else None)
         if key in self.paged:
             return self.paged[key]
         e: dict[str, Any] = dict(us=None, note=self.meta["paged_bf16_decode"])
@@ -527,7 +559,7 @@ class Bench:
                 kc = torch.randn(b * nbpb, page, hk, d, dtype=self.dtype, device=self.dev)
                 vc = torch.randn_like(kc)
                 bt = torch.randperm(b * nbpb, device=self.dev).to(torch.int32).view(b, nbpb)
-                sl = torch.full((b,), l, dtype=torch.int32, device=self.dev)
+                sl = torch.tensor(lengths or [l] * b, dtype=torch.int32, device=self.dev)
                 q = torch.randn(b, 1, hq, d, dtype=self.dtype, device=self.dev)
                 ins.append((q, kc, vc, sl, bt))
             fns = [lambda i=i: flash_attn_with_kvcache(i[0], i[1], i[2], cache_seqlens=i[3], block_table=i[4])
@@ -565,19 +597,24 @@ class Bench:
             torch.cuda.empty_cache()
 
     # ------------------------------------------------------------------ inputs
-    def paged_cache(self, kv, b: int, l: int, hk: int, d: int, extra: int = 0):
+    def paged_cache(self, kv, b: int, l: int, hk: int, d: int, extra: int = 0, lengths: list[int] | None = None):
         """A cache for B sequences of ``l`` stored tokens (+ ``extra`` free slots each), block table a
-        random permutation of the blocks; K/V random (keys ×2), written by the backend's store."""
+        random permutation of the blocks; K/V random (keys ×2), written by the backend's store. ``lengths``: only
+        the first ``lengths[i]`` tokens of sequence i are stored (a mixed-length batch; room for ``l`` each)."""
         import torch
         bs = kv.spec.block_size
         nbpb = max(1, -(-(l + extra) // bs))
         cache = kv.allocate(b * nbpb)
         bt = torch.randperm(b * nbpb, device=self.dev).to(torch.int32).view(b, nbpb)
-        total = b * l
+        lens = torch.tensor(lengths if lengths is not None else [l] * b, device=self.dev)
+        seq_of = torch.repeat_interleave(torch.arange(b, device=self.dev), lens)  # token -> its sequence
+        first = torch.cumsum(lens, 0) - lens  # each sequence's first token
+        total = int(lens.sum())
         for s0 in range(0, total, self.chunk):
             m = min(self.chunk, total - s0)
             pos = torch.arange(s0, s0 + m, device=self.dev)
-            seq, p = pos // l, pos % l
+            seq = seq_of[s0:s0 + m]
+            p = pos - first[seq]
             slots = (bt[seq, p // bs].long() * bs + p % bs).to(torch.int32)
             k = torch.randn(m, hk, d, dtype=self.dtype, device=self.dev) * 2
             v = torch.randn(m, hk, d, dtype=self.dtype, device=self.dev)
@@ -585,7 +622,10 @@ class Bench:
         return cache, bt
 
     # ------------------------------------------------------------------ guards
-    def guard_decode(self, kv, backend, q, cache, bt, sl, out, b, l) -> str:
+    def guard_decode(self, kv, backend, q, cache, bt, sl, out, b, l, mixed: bool = False) -> str:
+        """The first call's output against the reference on a slice: its first GUARD_SEQS sequences where they are
+        short (or the batch's lengths are mixed: the split plan depends on the whole batch), else a second call
+        on GUARD_TOKENS of them."""
         import torch
         from . import reference as ref
         from .testing import DECODE_TOL, rel_err
@@ -594,9 +634,9 @@ class Bench:
         if backend == "reference":
             return "oracle"
         nb, bs = min(GUARD_SEQS, b), kv.spec.block_size
-        if l <= GUARD_TOKENS:
+        if l <= GUARD_TOKENS or mixed:
             got, qs, bts, sls = out[:nb], q[:nb], bt[:nb], sl[:nb]
-            what = f"first call, {nb} seq x {l} tok"
+            what = f"first call, {nb} seq x {'/'.join(str(int(x)) for x in sls.tolist())} tok"
         else:
             qs = q[:nb].contiguous()
             bts = bt[:nb, : -(-GUARD_TOKENS // bs)].contiguous()
@@ -651,7 +691,7 @@ class Bench:
                  block_size=self.o.block_size, slot_bytes=None, splits=None, path=None, time_us=None, min_us=None,
                  mode=None, reps=None, sets=None, l2=None, bytes=None, bytes_read=None, bytes_written=None, GBps=None,
                  pct_ceiling=None, sdpa_us=None, vs_sdpa=None, sdpa_note=None, paged_us=None, vs_paged=None,
-                 check=None, status="ok")
+                 mix=s.mix or None, classic_us=None, vs_classic=None, check=None, status="ok")
         if kv is not None:
             op_kernel = {"prefill": "decode"}.get(s.op, s.op)
             r.update(variant=kv.variants.get(op_kernel), spec=kv.spec.token, slot_bytes=_slot(kv.spec),
@@ -673,20 +713,24 @@ class Bench:
     def run_decode(self, kv, s: Shape, backend: str, r: dict) -> dict:
         import torch
         b, l, hq, hk, d = s.b, s.l, s.hq, s.hk, s.d
-        rd, wr = decode_bytes(kv.spec, b, l, hq, hk)
+        lens = s.lengths()
+        rd, wr = decode_bytes(kv.spec, b, l, hq, hk, lengths=lens)
         bs = kv.spec.block_size
         per_set = b * (-(-l // bs)) * bs * hk * _slot(kv.spec) + b * hq * d * DTYPE_BYTES
         temp = self.chunk * hk * d * DTYPE_BYTES * 3 + b * hq * d * 4 * 64 * 2
         sets = self.sets_for(per_set, temp)
         if sets == 0:
             return self.skip_mem(r, per_set + temp)
-        sd = self.sdpa_decode(b, l, hq, hk, d)
-        pg = self.paged_decode(b, l, hq, hk, d)
+        if s.mix:  # no dense bf16 equivalent; the classic split grid on the same batch is the comparison
+            sd = dict(us=None, note="mixed lengths: no dense SDPA equivalent (x classic: the same kernel, classic grid)")
+        else:
+            sd = self.sdpa_decode(b, l, hq, hk, d)
+        pg = self.paged_decode(b, l, hq, hk, d, lengths=lens if s.mix else None)
         ins = []
         for _ in range(sets):
-            cache, bt = self.paged_cache(kv, b, l, hk, d)
+            cache, bt = self.paged_cache(kv, b, l, hk, d, lengths=lens if s.mix else None)
             ins.append((torch.randn(b, hq, d, dtype=self.dtype, device=self.dev), cache, bt,
-                        torch.full((b,), l, dtype=torch.int32, device=self.dev)))
+                        torch.tensor(lens, dtype=torch.int32, device=self.dev)))
         try:
             ws = kv.workspace(b, l)
         except Exception as e:  # noqa: BLE001 - a backend without a workspace runs with its defaults
@@ -694,23 +738,40 @@ class Bench:
             self.say(f"[bench] kv.workspace failed for {backend}: {e}; decode allocates its own scratch")
         if ws is not None and getattr(ws, "buffers", None) is not None:
             r["splits"] = ws.num_splits
-        fns = [lambda i=i: kv.decode(i[0], i[1], i[2], i[3], workspace=ws, check=False) for i in ins]
-        out0 = fns[0]()
+        # a mixed batch on the C++ decode: the balanced splits timed, and the classic grid on the same inputs
+        modes = [True, False] if s.mix and getattr(kv, "balanced_decode", False) else [None]
         q, cache, bt, sl = ins[0]
-        r["check"] = self.guard_decode(kv, backend, q, cache, bt, sl, out0, b, l) if self.o.check else "not checked"
-        r["mode"] = "eager"
-        if self.o.cuda_graph and self.cuda:
-            try:
-                fns = [self.graphed(f) for f in fns]
-                r["mode"] = "graph"
-            except Exception as e:  # noqa: BLE001 - a backend that cannot be captured runs eagerly
-                r["mode"] = f"eager (graph capture failed: {type(e).__name__})"
-                self.say(f"[bench] {backend}: CUDA-graph capture failed ({e}); timing eager calls")
-        flush, l2 = self.l2_plan(per_set, sets)
-        med, mn, reps = self.timer(fns, flush=flush)
-        ins = fns = out0 = q = cache = bt = sl = None  # noqa: F841
-        self._graphs.clear()
+        r["mix"] = s.mix or None
+        if modes[0]:
+            r["path"] = "balanced"
+        times = []
+        for bal in modes:
+            kw = {} if bal is None else {"balanced": bal}
+            fns = [lambda i=i, kw=kw: kv.decode(i[0], i[1], i[2], i[3], workspace=ws, check=False, **kw) for i in ins]
+            out0 = fns[0]()
+            check = self.guard_decode(kv, backend, q, cache, bt, sl, out0, b, l, mixed=bool(s.mix)) \
+                if self.o.check else "not checked"
+            if bal is not False:
+                r["check"] = check
+            elif check.startswith("MISMATCH"):
+                r["check"] = f"classic grid: {check}"
+            r["mode"] = "eager"
+            if self.o.cuda_graph and self.cuda:
+                try:
+                    fns = [self.graphed(f) for f in fns]
+                    r["mode"] = "graph"
+                except Exception as e:  # noqa: BLE001 - a backend that cannot be captured runs eagerly
+                    r["mode"] = f"eager (graph capture failed: {type(e).__name__})"
+                    self.say(f"[bench] {backend}: CUDA-graph capture failed ({e}); timing eager calls")
+            flush, l2 = self.l2_plan(per_set, sets)
+            times.append(self.timer(fns, flush=flush))
+            fns = out0 = None
+            self._graphs.clear()
+        ins = q = cache = bt = sl = None  # noqa: F841
+        (med, mn, reps) = times[0]
         self.finish(r, rd, wr, med, mn, reps, sets, l2)
+        if len(times) > 1:
+            r.update(classic_us=times[1][0] * 1e6, vs_classic=times[1][0] / med)
         r.update(sdpa_us=sd["us"], sdpa_note=sd["note"], paged_us=pg["us"],
                  vs_sdpa=sd["us"] / r["time_us"] if sd["us"] else None,
                  vs_paged=pg["us"] / r["time_us"] if pg["us"] else None)
@@ -1064,6 +1125,7 @@ def evaluate_targets(rows: list[dict]) -> list[dict]:
                         short=short + (" MISMATCH" if bad else "")))
 
     timed = [r for r in rows if r.get("time_us") and r["status"] in ("ok", "MISMATCH")]
+    timed = [r for r in timed if not r.get("mix")]  # the targets are on batches of equal lengths
     main = [r for r in timed if r["op"] == "decode" and (r["Hq"], r["Hk"], r["D"]) == MAIN]
     for r in main:
         short_shape = f"B={r['B']} L={r['L'] // K}K"
@@ -1127,11 +1189,12 @@ def _f(v, spec: str = ".1f") -> str:
 
 _COLS = {  # op -> [(header, key, format)]
     "decode": [("backend", "backend", ""), ("preset", "preset", ""), ("layout", "layout", ""), ("B", "B", ""),
-               ("L", "L", ""), ("Hq", "Hq", ""), ("Hk", "Hk", ""), ("D", "D", ""), ("splits", "splits", ""),
+               ("L", "L", ""), ("mix", "mix", ""), ("Hq", "Hq", ""), ("Hk", "Hk", ""), ("D", "D", ""), ("splits", "splits", ""),
                ("median us", "time_us", ".1f"), ("min us", "min_us", ".1f"), ("MB moved", "MB", ".4g"),
                ("GB/s", "GBps", ".4g"), ("% ceiling", "pct_ceiling", ".1f"), ("SDPA us", "sdpa_us", ".1f"),
-               ("x SDPA", "vs_sdpa", ".2f"), ("x paged bf16", "vs_paged", ".2f"), ("L2", "l2", ""),
-               ("mode", "mode", ""), ("check", "check", ""), ("variant", "variant", "")],
+               ("x SDPA", "vs_sdpa", ".2f"), ("x paged bf16", "vs_paged", ".2f"), ("classic us", "classic_us", ".1f"),
+               ("x classic", "vs_classic", ".2f"), ("L2", "l2", ""), ("mode", "mode", ""), ("check", "check", ""),
+               ("variant", "variant", "")],
     "store": [("backend", "backend", ""), ("preset", "preset", ""), ("layout", "layout", ""), ("N tokens", "N", ""),
               ("Hk", "Hk", ""), ("D", "D", ""), ("median us", "time_us", ".1f"), ("min us", "min_us", ".1f"),
               ("MB moved", "MB", ".4g"), ("GB/s", "GBps", ".4g"), ("% ceiling", "pct_ceiling", ".1f"), ("L2", "l2", ""),
@@ -1155,7 +1218,10 @@ _OP_NOTES = {
               "`scaled_dot_product_attention` decode time on the same shape (query [B,Hq,1,D], contiguous K/V "
               "[B,Hk,L,D], enable_gqa) / ours; x paged bf16 = a bf16 paged decode (flash-attn) / ours; mode eager = "
               "Python calls (small shapes then include host launch overhead), graph = CUDA-graph replay "
-              "(--cuda-graph).",
+              "(--cuda-graph). mix: a batch of mixed lengths (L = the longest; one-long = one sequence of L and B - 1 of "
+              "L/32, ramp = L·i/B for i = 1..B; bytes count the tokens there are): on the C++ decode timed with "
+              "length-balanced splits (path balanced), classic us = the same inputs on the classic split grid, "
+              "x classic = classic / balanced; no SDPA equivalent.",
     "store": "bytes = K + V read (bf16) + int32 slot mapping + packed slots written; slots are whole blocks in random "
              "order.",
     "dequant": "bytes = packed cache read + bf16 K and V [B,Hk,L,D] written; x SDPA decode = bf16 SDPA decode time "
@@ -1250,7 +1316,7 @@ def render_markdown(meta: dict, rows: list[dict], targets: list[dict], plots: li
 
 def write_plots(rows: list[dict], meta: dict, out: Path, tag: str) -> tuple[list[str], str]:
     """decode time vs L (log-log) and % of the copy ceiling vs L, one panel per (B, Hq, Hk, D)."""
-    dec = [r for r in rows if r["op"] == "decode" and r.get("time_us")]
+    dec = [r for r in rows if r["op"] == "decode" and r.get("time_us") and not r.get("mix")]
     groups: dict[tuple, list[dict]] = {}
     for r in dec:
         groups.setdefault((r["B"], r["Hq"], r["Hk"], r["D"]), []).append(r)
