@@ -401,9 +401,10 @@ class CudaKernels:
         """Split-KV decode: ``num_splits`` splits a (sequence, KV head) for a batch of equal lengths (the
         workspace's; default ``num_splits_for``). ``balanced=True`` deals the grid's blocks to the sequences by their
         tiles instead (``balanced_blocks``; the template's ``tq_bal_block``), so that a batch of mixed lengths spreads
-        its work evenly: the same grid and workspace, the classic splits for equal lengths. ``None``: on for the
-        head-group variants from 2 sequences (neutral on equal lengths there), off for the others (their balanced
-        kernel measured 4-16 % slower on equal lengths, 2-3x faster on a batch waiting on one long sequence)."""
+        its work evenly: the same grid and workspace, the classic splits for equal lengths. ``None`` (default): on
+        from 2 sequences where a unit has more than one block to deal (equal lengths within 1 % of the classic kernel
+        at head_dim 128, 2-4 % slower at 64; 1.4-4.2x faster on a batch waiting on one long sequence:
+        bench/results/h200-2026-12-03-balanced-equal-cost.md, -mixed.md)."""
         s = self.spec
         if check:
             ref.check_decode_args(s, query, cache, block_table, seq_lens, sinks, sliding_window,
@@ -419,11 +420,9 @@ class CudaKernels:
         ws = workspace or self.workspace(b, hq, splits, cache.device)
         step = self.variant.options.split_step()
         if balanced is None:
-            # on where it measured neutral on equal lengths: head-group variants (the others' balanced kernel ran
-            # 4-16 % slower there with the same tile loop, bench/results/h200-2026-12-03-balanced-splits.md); never at
-            # one block a unit (splits == step: nothing to deal) or with a workspace without "plan"
-            balanced = (self.variant.options.head_groups and b > 1 and splits % step == 0 and splits > step
-                        and "plan" in ws)
+            # never at one block a unit (splits == step: nothing to deal), for one sequence, or with a workspace
+            # without "plan"
+            balanced = b > 1 and splits % step == 0 and splits > step and "plan" in ws
         elif balanced and splits % step:
             raise ValueError(f"{self.variant.id}: a balanced decode needs a split count that is a multiple of {step} "
                              f"(the block's splits); got num_splits={splits}: pass a multiple or balanced=False")
