@@ -39,7 +39,7 @@ READBACK = ("    __syncthreads();\n    if (plan_i[3] < 0) return;  // a block pa
             "    by = (unsigned int)plan_i[0]; bx = (unsigned int)plan_i[1]; n_split = plan_i[2]; b = plan_i[3];\n")
 FROM_IDX = "    b = blockIdx.z; by = blockIdx.y; bx = blockIdx.x; n_split = num_splits;\n"
 EPI = "  if constexpr (BAL) {  // the plan's"
-WRITE = "    if (byx == 0 && bxx == 0 && tq_sreg_tid_x() == 0) {"
+WRITE = "        if (pb.b >= 0 && pb.y == 0 && pb.x == 0) {"
 ENTRY = "  tq_decode_impl<true, true>(query"
 
 
@@ -49,8 +49,8 @@ def patched(src: str, name: str) -> str:
         return s.replace(old, new)
     if name == "bal":
         return src
-    if name == "nowrite":  # the epilogue's plan write only
-        return rep(src, WRITE, "    if (false) {")
+    if name == "nowrite":  # the plan's global write only
+        return rep(src, WRITE, "        if (false) {")
     if name == "swap":
         return rep(src, ENTRY, "  tq_decode_impl<true, false>(query")
     if name == "vals":
