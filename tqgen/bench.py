@@ -728,7 +728,7 @@ class Bench:
         pg = self.paged_decode(b, l, hq, hk, d, lengths=lens if s.mix else None)
         ins = []
         for _ in range(sets):
-            cache, bt = self.paged_cache(kv, b, l, hk, d, lengths=lens if s.mix else None)
+            cache, bt = self.paged_cache(kv, b, l, hk, d, lengths=lens)
             ins.append((torch.randn(b, hq, d, dtype=self.dtype, device=self.dev), cache, bt,
                         torch.tensor(lens, dtype=torch.int32, device=self.dev)))
         try:
@@ -739,9 +739,8 @@ class Bench:
         if ws is not None and getattr(ws, "buffers", None) is not None:
             r["splits"] = ws.num_splits
         # a mixed batch on the C++ decode: the balanced splits timed, and the classic grid on the same inputs
-        modes = [True, False] if s.mix and getattr(kv, "balanced_decode", False) else [None]
+        modes = [True, False] if s.mix and kv.balanced_decode else [None]
         q, cache, bt, sl = ins[0]
-        r["mix"] = s.mix or None
         if modes[0]:
             r["path"] = "balanced"
         times = []

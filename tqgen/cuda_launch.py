@@ -509,19 +509,25 @@ def load_variant(v: Variant, device: torch.device | str | int | None = None) -> 
         if hip != (v.target.info.vendor is Vendor.AMD):
             raise RuntimeError(f"{v.id} targets {v.target}, but the device is {'AMD' if hip else 'NVIDIA'}")
         arch = device_arch(dev)
-        image = build_binary(v, arch).read_bytes()
-        drv = Driver.get("hip" if hip else "cuda")
-        with torch.cuda.device(dev):
-            torch.cuda.current_stream(dev)  # makes torch's (primary) context current on this thread
-            torch.empty(1, device=dev)
-            mod = drv.load_module(image)
-            fns = {name: drv.function(mod, name) for pair in KERNEL_NAMES.values() for name in pair}
-            smem = decode_dynamic_smem(v.spec, v.target, v.kind, v.options)
-            if smem:  # the 48 KB default bounds static + dynamic together: opt in whatever the size
-                for name in KERNEL_NAMES["decode_split"] + KERNEL_NAMES["decode_split_bal"]:
-                    drv.allow_dynamic_smem(fns[name], smem)
-        _LOADED[key] = CudaKernels(v, drv, fns, smem, pdl=not hip and int(arch[2:]) >= 90)
+        _LOADED[key] = kernels_from_image(v, build_binary(v, arch).read_bytes(), dev)
     return _LOADED[key]
+
+
+def kernels_from_image(v: Variant, image: bytes, device: torch.device) -> CudaKernels:
+    """``v``'s kernels from a compiled image (cubin / hsaco) on ``device``, uncached: ``load_variant``'s loader, also
+    for debug scripts that time a modified rendering of a variant (bench/dbg/bal_exp.py)."""
+    hip = bool(getattr(torch.version, "hip", None))
+    drv = Driver.get("hip" if hip else "cuda")
+    with torch.cuda.device(device):
+        torch.cuda.current_stream(device)  # makes torch's (primary) context current on this thread
+        torch.empty(1, device=device)
+        mod = drv.load_module(image)
+        fns = {name: drv.function(mod, name) for pair in KERNEL_NAMES.values() for name in pair}
+        smem = decode_dynamic_smem(v.spec, v.target, v.kind, v.options)
+        if smem:  # the 48 KB default bounds static + dynamic together: opt in whatever the size
+            for name in KERNEL_NAMES["decode_split"] + KERNEL_NAMES["decode_split_bal"]:
+                drv.allow_dynamic_smem(fns[name], smem)
+    return CudaKernels(v, drv, fns, smem, pdl=not hip and int(device_arch(device)[2:]) >= 90)
 
 
 def load_cuda(spec: LayoutSpec, target: str | Target, kind: str = "generic", device=None) -> CudaKernels:

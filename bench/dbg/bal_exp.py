@@ -102,17 +102,10 @@ def compile_all(dirpath: Path, items):
 
 
 def kernels_of(dirpath: Path, item: str, name: str):
-    from tqgen.cuda_launch import KERNEL_NAMES, CudaKernels, Driver
-    from tqgen.lower_cuda import decode_dynamic_smem
+    import torch
+    from tqgen.cuda_launch import kernels_from_image
     v = make_variant(spec_of(item), Target.SM90)
-    drv = Driver.get("cuda")
-    mod = drv.load_module(cubin(dirpath, item, name).read_bytes())
-    fns = {n: drv.function(mod, n) for pair in KERNEL_NAMES.values() for n in pair}
-    smem = decode_dynamic_smem(v.spec, v.target, v.kind, v.options)
-    if smem:
-        for n in KERNEL_NAMES["decode_split"] + KERNEL_NAMES["decode_split_bal"]:
-            drv.allow_dynamic_smem(fns[n], smem)
-    return CudaKernels(v, drv, fns, smem, pdl=True)
+    return kernels_from_image(v, cubin(dirpath, item, name).read_bytes(), torch.device("cuda", 0))
 
 
 def main():
