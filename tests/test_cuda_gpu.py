@@ -282,8 +282,11 @@ def test_balanced_decode_deals_splits_by_length(variant):
     batches of mixed lengths (empty, one-token, mid-tile and long sequences), equal lengths (the classic grid taken
     as is) and one sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
     ones exit); a sliding window with sinks; several split counts: the reference decode within
-    tqgen.testing.DECODE_TOL, as the classic decode of the same call."""
-    from tqgen.cuda_launch import load_variant, merge_kind
+    tqgen.testing.DECODE_TOL, as the classic decode of the same call. The plan the kernel wrote (each non-empty
+    sequence's splits and first partial row) is the deal cuda_launch.balanced_blocks re-enacts, at the cap
+    balanced_cap gives (one wave at 2 warps a block, 3/4 of one at 4)."""
+    from tqgen.cuda_launch import balanced_blocks, balanced_cap, decode_grid, load_variant, merge_kind
+    from tqgen.tuning import sm_count
 
     spec, dev = variant.spec, torch.device("cuda")
     kern = load_variant(variant)
@@ -302,10 +305,20 @@ def test_balanced_decode_deals_splits_by_length(variant):
             exp = ref.decode(spec, q, cache, bt, sl, sinks=sinks, sliding_window=window)
             for splits in split_counts:
                 for balanced in (True, False):
+                    ns = splits or kern.num_splits_for(len(lens), hk, bt.shape[1] * spec.block_size, dev)
+                    ws = kern.workspace(len(lens), q.shape[1], ns, dev)
                     out = kern.decode(q, cache, bt, sl, num_splits=splits, sinks=sinks, sliding_window=window,
-                                      balanced=balanced)
-                    label = (len(lens), g, window, splits, balanced,
-                             merge_kind(len(lens) * hk * g, splits or kern.num_splits_for(len(lens), hk, bt.shape[1] * spec.block_size, dev)))
+                                      balanced=balanced, workspace=ws)
+                    label = (len(lens), g, window, splits, balanced, merge_kind(len(lens) * hk * g, ns))
+                    if balanced:
+                        grid = decode_grid(variant.options, ns, hk, g, len(lens))
+                        deal = balanced_blocks(lens, window or 0, ns // step,
+                                               balanced_cap(variant.options, sm_count(dev), grid[1]))
+                        plan, rows = ws["plan"][: len(lens)].tolist(), 0
+                        for n, x, (row, nsplit) in zip(lens, deal, plan):
+                            if n:  # an empty sequence has no blocks and writes no plan
+                                assert (nsplit, row) == (x * step, q.shape[1] * step * rows), (label, lens, deal, plan)
+                            rows += x
                     assert torch.isfinite(out).all(), label
                     err = rel_err(out, exp)
                     assert err <= DECODE_TOL[q.dtype], f"{label}: decode rel err {err:.2e}"

@@ -373,18 +373,28 @@ def test_balanced_blocks_deal_the_grid_by_tiles():
     """A balanced decode deals the grid's B·X blocks a unit by tiles (cuda_launch.balanced_blocks re-enacts the
     template's tq_bal_block): at most B·X (the grid and the workspace are the classic ones), equal lengths keep X
     each, every non-empty sequence gets one and an empty one none, the rest follow the tiles past the cut (within one
-    block of the exact share), at most one wave (cap) of long blocks besides the short sequences', and a window
-    counts only the tiles it spans."""
-    from tqgen.cuda_launch import balanced_blocks, span_tiles
+    block of the exact share), at most cap long blocks (or the classic grid's count for the tiles) besides the short
+    sequences', and a window counts only the tiles it spans. The cap is one wave of resident blocks for 2-warp
+    decodes, 3/4 of one for 4-warp ones (balanced_cap); tests/test_cuda_gpu.py checks the kernel's plan against
+    balanced_blocks."""
+    from types import SimpleNamespace
+
+    from tqgen.cuda_launch import balanced_blocks, balanced_cap, span_tiles
+    two, four = SimpleNamespace(decode_warps=2, decode_min_blocks=8), SimpleNamespace(decode_warps=4, decode_min_blocks=3)
+    assert balanced_cap(two, 132, 8) == 132 and balanced_cap(four, 132, 8) == 3 * 49 // 4 == 36
+    assert balanced_cap(four, 1, 64) == 1 and balanced_cap(two, 132, 0) == 1056
     assert span_tiles(0) == 0 and span_tiles(1) == 1 and span_tiles(16) == 1 and span_tiles(17) == 2
     assert span_tiles(1000, 100) == 1000 // 16 + 1 - 900 // 16 and span_tiles(50, 100) == span_tiles(50)
     assert balanced_blocks([4096] * 5, 0, 3, 2) == [3] * 5 and balanced_blocks([0, 0], 0, 2, 9) == [2, 2]
-    mixed = balanced_blocks([32768] + [1024] * 31, 0, 2, 66)  # 64 blocks, 4032 tiles: 63 a block
+    mixed = balanced_blocks([32768] + [1024] * 31, 0, 2, 49)  # 64 blocks, 4032 tiles: 63 a block
     assert mixed[0] == 32 and sorted(mixed[1:]) == [1] * 30 + [2], mixed  # the long one 64 a block, as the others
-    # half long, half short: the long ones about as the classic grid of 33 full sequences (4 blocks each), the short
+    # half long, half short: the long ones as the classic grid of the 32 full sequences (4 blocks each: floor(4 · N /
+    # n_max) = 128 long blocks, not the 132 of a rounded-up count, which passed the wave of AoS 4bit_nc), the short
     # ones' blocks on top
-    half = balanced_blocks([16384] * 32 + [100] * 32, 0, 4, 132)
-    assert 4 * 32 <= sum(half[:32]) <= 4 * 33 + 1 and half[32:] == [1] * 32 and min(half[:32]) >= 4, half
+    half = balanced_blocks([16384] * 32 + [100] * 32, 0, 4, 99)
+    assert sum(half[:32]) == 4 * 32 and half[32:] == [1] * 32 and min(half[:32]) >= 4, half
+    # AoS 4bit_nc's half mix at B=32 (3 blocks a unit, 49 resident a unit): 48 long blocks, within the wave
+    assert sum(balanced_blocks([16384] * 16 + [100] * 16, 0, 3, balanced_cap(four, 132, 8))[:16]) <= 49
     g = np.random.default_rng(3)
     for _ in range(300):
         b, x, cap = int(g.integers(1, 70)), int(g.integers(1, 40)), int(g.integers(1, 200))
@@ -397,7 +407,7 @@ def test_balanced_blocks_deal_the_grid_by_tiles():
             assert got == [x] * b
             continue
         n, ne, k = sum(tiles), sum(t > 0 for t in tiles), b * x
-        kc = min(k, max(x * -(-n // max(tiles)), 3 * cap // 4))
+        kc = min(k, max(x * n // max(tiles), cap))
         kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
         assert sum(got) == max(ne, kt), (sum(got), ne, kt)
         cut, k2 = n // kt, max(0, kt - ne)

@@ -253,8 +253,8 @@ def span_tiles(seq_len: int, window: int = 0) -> int:
 def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> list[int]:
     """A balanced decode's blocks a unit for each sequence (the template's ``tq_bal_plan`` / ``tq_bal_block``, re-enacted
     for tests and docs). Of the grid's K = ``len(seq_lens) · blocks_per_unit`` blocks a unit, Kt are dealt: K, but at
-    most Kc long blocks (X · ceil(N / n_max): the classic grid for as many sequences of the longest length, or 3/4 of
-    ``cap``, the resident blocks a unit, where that is more; N: all tiles) plus the short sequences (at most N / Kc
+    most Kc long blocks (floor(X · N / n_max): the classic grid for as many sequences of the longest length, or
+    ``cap`` where that is more: ``balanced_cap``, a share of one wave; N: all tiles) plus the short sequences (at most N / Kc
     tiles), whose blocks end early. Every non-empty sequence gets one for its first N // Kt tiles, the rest go by
     cumulative share of the tiles past that cut (floors of K2·Q / E: they sum exactly); equal lengths keep
     ``blocks_per_unit`` each (the classic, tuned grid). A sequence's splits are its blocks times
@@ -263,7 +263,7 @@ def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> li
     if not tiles or min(tiles) == max(tiles):
         return [blocks_per_unit] * len(tiles)
     n, ne, k = sum(tiles), sum(t > 0 for t in tiles), len(tiles) * blocks_per_unit
-    kc = min(k, max(blocks_per_unit * -(-n // max(tiles)), 3 * max(cap, 1) // 4))
+    kc = min(k, max(blocks_per_unit * n // max(tiles), max(cap, 1)))
     kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
     cut, k2 = n // kt, max(0, kt - ne)
     ex = sum(max(0, t - cut) for t in tiles)
@@ -276,9 +276,15 @@ def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> li
 
 
 def balanced_cap(options, sms: int, grid_y: int) -> int:
-    """``balanced_blocks``' cap: the blocks a unit one wave holds (the launch bound's blocks an SM x SMs, over the
-    grid's units)."""
-    return max(1, sms * options.decode_min_blocks // max(1, grid_y))
+    """``balanced_blocks``' cap, the long blocks a unit a batch waiting on a few long sequences spreads over: one wave
+    (the launch bound's blocks an SM x SMs, over the grid's units) for decodes of 2 warps a block, 3/4 of one for
+    wider blocks. H200, 16 decodes x 4 mixes at B=32 L=32K, both caps in one run
+    (bench/results/h200-2026-12-03-balanced-cap-v2.md): a full wave ran the 11 2-warp decodes' ramp and half mixes
+    1.01-1.27x the classic grid (3/4 of a wave: 0.91-1.22x) and cost the 4-warp AoS 4bit_nc (one-long 1.47 -> 1.26x)
+    and SoA 4bit_nc at head_dim 64 (1.42 -> 1.32x); AoS 4bit_nc at head_dim 64 would have gained (ramp 0.85 -> 1.11x),
+    its options are those of head_dim 128."""
+    wave = max(1, sms * options.decode_min_blocks // max(1, grid_y))
+    return wave if options.decode_warps <= 2 else max(1, 3 * wave // 4)
 
 
 def merge_kind(rows: int, splits: int) -> str:
