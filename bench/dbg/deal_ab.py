@@ -1,0 +1,116 @@
+"""Same-run A/B of the balanced decode's deal (debug, session 23): session 22's cut-and-share deal (X_b = 1 + a
+share of the tiles past a cut; rendered from a checkout of that code), the water level (X_b = ceil(n_b / lam), the
+plan in a called function: `new`) and the same inlined (`inl`), against the classic grid, at the shipped cap
+(cuda_launch.balanced_cap; session 22's kernel took 3/4 of its cap argument: it is passed 4/3 of it).
+
+    python bench/dbg/deal_ab.py compile DIR TAG PRESET:LAYOUT,...   # cubins of the tqgen first on PYTHONPATH:
+                                                                    # TAG old (a checkout of ce94f93 with the floor
+                                                                    # patch, or of 94ade0b) or new (a checkout with
+                                                                    # bench/results/h200-2026-12-03-water-level-deal
+                                                                    # .patch applied; writes new and inl)
+    python bench/dbg/deal_ab.py time DIR PRESET:LAYOUT,...
+D=64 in the environment: head_dim 64, Hq 9, Hk 3."""
+import dataclasses
+import os
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tqgen.build import preset_spec_for_target
+from tqgen.compile_cpp import compile_cuda
+from tqgen.ir import Target
+from tqgen.lower_cuda import make_variant, render_cuda
+
+D = int(os.environ.get("D", "128"))
+HQ, HK = (32, 8) if D == 128 else (9, 3)
+NOINLINE = "__device__ __noinline__ TqBalBlock tq_bal_block("
+SHAPES = [(32, 32768, "one-long"), (32, 32768, "ramp"), (32, 32768, "half"), (32, 32768, "tail"), (8, 32768, "ramp"),
+          (128, 8192, "one-long")]
+
+
+def lengths(b, L, mix):
+    import math
+    return {"one-long": [L] + [L // 32] * (b - 1), "ramp": [L * (i + 1) // b for i in range(b)],
+            "half": [L // 2] * (b // 2) + [100] * (b - b // 2),
+            "tail": [min(L, int(4096 * -math.log(1 - (i + 0.5) / b))) for i in range(b)]}[mix]
+
+
+def spec_of(item):
+    preset, layout = item.split(":")
+    return dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=layout), head_dim=D)
+
+
+def cubin(dirpath: Path, item: str, tag: str) -> Path:
+    return dirpath / f"{item.replace(':', '-')}-d{D}-{tag}.cubin"
+
+
+def compile_all(dirpath: Path, tag: str, items):
+    dirpath.mkdir(parents=True, exist_ok=True)
+    jobs = []
+    for item in items:
+        src = render_cuda(make_variant(spec_of(item), Target.SM90))
+        if tag == "old":
+            jobs.append((item, "old", src))
+        else:
+            assert src.count(NOINLINE) == 1
+            jobs += [(item, "new", src), (item, "inl", src.replace(NOINLINE, NOINLINE.replace("noinline", "forceinline")))]
+
+    def one(job):
+        item, t, text = job
+        with tempfile.TemporaryDirectory() as td:
+            p = Path(td) / "kernel.cu"
+            p.write_text(text)
+            r = compile_cuda(p, "sm_90", Path(td))
+            if not r.ok:
+                return f"{item} {t}: FAILED\n{r.log[-2000:]}"
+            Path(r.output).replace(cubin(dirpath, item, t))
+            k = r.kernels.get("tq_decode_split_bal_bf16", {})
+            return f"{item} {t}: regs {k.get('registers')} spills {k.get('spill_stores')}"
+    with ThreadPoolExecutor(4) as ex:
+        for line in ex.map(one, jobs):
+            print(line, flush=True)
+
+
+def main():
+    mode, dirpath = sys.argv[1], Path(sys.argv[2])
+    if mode == "compile":
+        return compile_all(dirpath, sys.argv[3], sys.argv[4].split(","))
+    import torch
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import tqgen.cuda_launch as cl
+    from cuda_h200 import paged
+    from tqgen.tuning import _graph_us
+    dev = torch.device("cuda")
+    torch.empty(1, device=dev)
+    base_cap, scale = cl.balanced_cap, {"f": 1.0}
+    cl.balanced_cap = lambda *a: int(base_cap(*a) * scale["f"])
+    tags = ("old", "new", "inl")
+    print("| variant | B | mix | classic us | " + " | ".join(f"{t} us" for t in tags) + " | "
+          + " | ".join(f"x classic {t}" for t in tags) + " |")
+    print("|---|---|---|---|" + "---|" * (2 * len(tags)))
+    for item in sys.argv[3].split(","):
+        v = make_variant(spec_of(item), Target.SM90)
+        ks = {t: cl.kernels_from_image(v, cubin(dirpath, item, t).read_bytes(), dev) for t in tags}
+        for b, L, mix in SHAPES:
+            k = ks["new"]
+            c, bt, _ = paged(k.spec, b, L, HK, dev, k)
+            q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)
+            splits = k.num_splits_for(b, HK, bt.shape[1] * k.spec.block_size, dev)
+            sl = torch.tensor(lengths(b, L, mix), dtype=torch.int32, device=dev)
+            _graph_us(k, q, c, [bt], sl, splits, dev, balanced=False)  # warm-up
+            t = {}
+            for _ in range(2):
+                t.setdefault("classic", []).append(_graph_us(k, q, c, [bt], sl, splits, dev, balanced=False))
+                for tag in tags:
+                    scale["f"] = 4 / 3 if tag == "old" else 1.0
+                    t.setdefault(tag, []).append(_graph_us(ks[tag], q, c, [bt], sl, splits, dev, balanced=True))
+            m = {key: min(val) for key, val in t.items()}
+            print(f"| {item} D{D} | {b} | {mix} | {m['classic']:.1f} | " + " | ".join(f"{m[x]:.1f}" for x in tags)
+                  + " | " + " | ".join(f"{m['classic'] / m[x]:.2f}" for x in tags) + " |", flush=True)
+            del c
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
