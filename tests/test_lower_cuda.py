@@ -371,12 +371,12 @@ def test_decode_splits_fill_whole_waves():
 
 def test_balanced_blocks_deal_the_grid_by_tiles():
     """A balanced decode deals the grid's B·X blocks a unit by tiles (cuda_launch.balanced_blocks re-enacts the
-    template's tq_bal_block): at most B·X (the grid and the workspace are the classic ones), equal lengths keep X
-    each, every non-empty sequence gets one and an empty one none, the rest follow the tiles past the cut (within one
-    block of the exact share), at most cap long blocks (or the classic grid's count for the tiles) besides the short
-    sequences', and a window counts only the tiles it spans. The cap is one wave of resident blocks for 2-warp
-    decodes, 3/4 of one for 4-warp ones (balanced_cap); tests/test_cuda_gpu.py checks the kernel's plan against
-    balanced_blocks."""
+    template's tq_bal_block; tests/test_cuda_gpu.py checks the kernel's plan against it): at most B·X (the grid and
+    the workspace are the classic ones), equal lengths keep X each, every non-empty sequence gets one and an empty
+    one none, and the deal is a water level: no block has more tiles than the least level whose blocks fit in Kt
+    (cap long blocks, or the classic grid's count for the tiles, plus the short sequences'); a window counts only
+    the tiles it spans. The cap is one wave of resident blocks for 2-warp decodes, 3/4 of one for 4-warp ones
+    (balanced_cap)."""
     from types import SimpleNamespace
 
     from tqgen.cuda_launch import balanced_blocks, balanced_cap, span_tiles
@@ -386,15 +386,17 @@ def test_balanced_blocks_deal_the_grid_by_tiles():
     assert span_tiles(0) == 0 and span_tiles(1) == 1 and span_tiles(16) == 1 and span_tiles(17) == 2
     assert span_tiles(1000, 100) == 1000 // 16 + 1 - 900 // 16 and span_tiles(50, 100) == span_tiles(50)
     assert balanced_blocks([4096] * 5, 0, 3, 2) == [3] * 5 and balanced_blocks([0, 0], 0, 2, 9) == [2, 2]
-    mixed = balanced_blocks([32768] + [1024] * 31, 0, 2, 49)  # 64 blocks, 4032 tiles: 63 a block
-    assert mixed[0] == 32 and sorted(mixed[1:]) == [1] * 30 + [2], mixed  # the long one 64 a block, as the others
+    # 64 blocks, 4032 tiles: a level of 64 tiles, the long one 32 blocks, the others one each (63 blocks)
+    assert balanced_blocks([32768] + [1024] * 31, 0, 2, 49) == [32] + [1] * 31
     # half long, half short: the long ones as the classic grid of the 32 full sequences (4 blocks each: floor(4 · N /
     # n_max) = 128 long blocks, not the 132 of a rounded-up count, which passed the wave of AoS 4bit_nc), the short
     # ones' blocks on top
-    half = balanced_blocks([16384] * 32 + [100] * 32, 0, 4, 99)
-    assert sum(half[:32]) == 4 * 32 and half[32:] == [1] * 32 and min(half[:32]) >= 4, half
+    assert balanced_blocks([16384] * 32 + [100] * 32, 0, 4, 99) == [4] * 32 + [1] * 32
     # AoS 4bit_nc's half mix at B=32 (3 blocks a unit, 49 resident a unit): 48 long blocks, within the wave
-    assert sum(balanced_blocks([16384] * 16 + [100] * 16, 0, 3, balanced_cap(four, 132, 8))[:16]) <= 49
+    assert balanced_blocks([16384] * 16 + [100] * 16, 0, 3, balanced_cap(four, 132, 8)) == [3] * 16 + [1] * 16
+    # a ramp of 8 (256 ... 2048 tiles, 64 blocks): a level of 154 tiles (2, 4, ... 14 blocks; 63 dealt), where
+    # session 22's cut-and-share deal left the shortest one a single block of 256 tiles
+    assert balanced_blocks([32768 * (i + 1) // 8 for i in range(8)], 0, 8, 132) == [2, 4, 5, 7, 9, 10, 12, 14]
     g = np.random.default_rng(3)
     for _ in range(300):
         b, x, cap = int(g.integers(1, 70)), int(g.integers(1, 40)), int(g.integers(1, 200))
@@ -409,11 +411,12 @@ def test_balanced_blocks_deal_the_grid_by_tiles():
         n, ne, k = sum(tiles), sum(t > 0 for t in tiles), b * x
         kc = min(k, max(x * n // max(tiles), cap))
         kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
-        assert sum(got) == max(ne, kt), (sum(got), ne, kt)
-        cut, k2 = n // kt, max(0, kt - ne)
-        ex = sum(max(0, t - cut) for t in tiles)
-        for t, c in zip(tiles, got):
-            assert (c == 0) if t == 0 else (c >= 1 and abs(c - 1 - k2 * max(0, t - cut) / max(1, ex)) < 1), (t, c)
+        assert sum(got) <= max(ne, kt), (sum(got), ne, kt)
+        assert all((c == 0) if t == 0 else c >= 1 for t, c in zip(tiles, got)), (tiles, got)
+        level = max(-(-t // c) for t, c in zip(tiles, got) if c)
+        assert all(-(-t // level) == c for t, c in zip(tiles, got) if t), (tiles, got)  # no more blocks than needed
+        if level > 1:  # one tile less a block takes more than Kt blocks (or more than one a sequence at ne > Kt)
+            assert sum(-(-t // (level - 1)) for t in tiles) > max(kt, 0), (tiles, got, kt)
 
 
 def test_launch_config_structs_match_cuda_h():

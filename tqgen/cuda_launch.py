@@ -252,27 +252,26 @@ def span_tiles(seq_len: int, window: int = 0) -> int:
 
 def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> list[int]:
     """A balanced decode's blocks a unit for each sequence (the template's ``tq_bal_plan`` / ``tq_bal_block``, re-enacted
-    for tests and docs). Of the grid's K = ``len(seq_lens) · blocks_per_unit`` blocks a unit, Kt are dealt: K, but at
-    most Kc long blocks (floor(X · N / n_max): the classic grid for as many sequences of the longest length, or
-    ``cap`` where that is more: ``balanced_cap``, a share of one wave; N: all tiles) plus the short sequences (at most N / Kc
-    tiles), whose blocks end early. Every non-empty sequence gets one for its first N // Kt tiles, the rest go by
-    cumulative share of the tiles past that cut (floors of K2·Q / E: they sum exactly); equal lengths keep
-    ``blocks_per_unit`` each (the classic, tuned grid). A sequence's splits are its blocks times
-    ``CudaOptions.split_step()``; the blocks past the dealt ones exit at once."""
+    for tests and docs). Of the grid's K = ``len(seq_lens) · blocks_per_unit`` blocks a unit, at most Kt are dealt: K,
+    but at most Kc long blocks (floor(X · N / n_max): the classic grid for as many sequences of the longest length, or
+    ``cap`` where that is more: ``balanced_cap``, a share of one wave; N: all tiles) plus the short sequences (at most
+    N / Kc tiles), whose blocks end early. Sequence b gets ceil(n_b / lam) (water-filling: n_b its tiles, lam the
+    least level at which they sum to at most Kt, so no block has more than lam tiles; at least one block a non-empty
+    sequence, none an empty one); equal lengths keep ``blocks_per_unit`` each (the classic, tuned grid). A sequence's
+    splits are its blocks times ``CudaOptions.split_step()``; the grid's blocks past the dealt ones exit at once."""
     tiles = [span_tiles(int(n), window) for n in seq_lens]
     if not tiles or min(tiles) == max(tiles):
         return [blocks_per_unit] * len(tiles)
-    n, ne, k = sum(tiles), sum(t > 0 for t in tiles), len(tiles) * blocks_per_unit
+    n, k = sum(tiles), len(tiles) * blocks_per_unit
     kc = min(k, max(blocks_per_unit * n // max(tiles), max(cap, 1)))
     kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
-    cut, k2 = n // kt, max(0, kt - ne)
-    ex = sum(max(0, t - cut) for t in tiles)
-    out, q, e = [], 0, 0
-    for t in tiles:
-        before = e + (k2 * q // ex if ex else 0)
-        q, e = q + max(0, t - cut), e + (t > 0)
-        out.append(e + (k2 * q // ex if ex else 0) - before)
-    return out
+    ne = sum(t > 0 for t in tiles)
+    hi = min(max(tiles), -(-n // (kt - ne))) if kt > ne else max(tiles)
+    lo = min(max(1, -(-n // kt)), hi)
+    while lo < hi:  # the least level whose blocks fit in Kt (the kernel's bisection)
+        mid = lo + (hi - lo) // 2
+        lo, hi = (lo, mid) if sum(-(-t // mid) for t in tiles) <= kt else (mid + 1, hi)
+    return [-(-t // lo) for t in tiles]
 
 
 def balanced_cap(options, sms: int, grid_y: int) -> int:
