@@ -16,16 +16,14 @@ D=64 in the environment: head_dim 64, Hq 9, Hk 3.   (debug)"""
 import dataclasses
 import os
 import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tqgen.build import preset_spec_for_target  # noqa: E402
-from tqgen.compile_cpp import compile_cuda  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import make_variant, render_cuda  # noqa: E402
+from cubins import compile_cubins  # noqa: E402
 
 D = int(os.environ.get("D", "128"))
 HQ, HK = (32, 8) if D == 128 else (9, 3)
@@ -85,20 +83,7 @@ def compile_all(dirpath: Path, items):
         for name in PATCHES:
             jobs.append((item, name, patched(src, name)))
 
-    def one(job):
-        item, name, text = job
-        with tempfile.TemporaryDirectory() as td:
-            p = Path(td) / "kernel.cu"
-            p.write_text(text)
-            r = compile_cuda(p, "sm_90", Path(td))
-            if not r.ok:
-                return f"{item} {name}: FAILED\n{r.log[-2000:]}"
-            Path(r.output).replace(cubin(dirpath, item, name))
-            k = r.kernels.get("tq_decode_split_bal_bf16", {})
-            return f"{item} {name}: regs {k.get('registers')} spills {k.get('spill_stores')} smem {k.get('smem')}"
-    with ThreadPoolExecutor(8) as ex:
-        for line in ex.map(one, jobs):
-            print(line, flush=True)
+    compile_cubins(jobs, lambda item, tag: cubin(dirpath, item, tag), 8)
 
 
 def kernels_of(dirpath: Path, item: str, name: str):

@@ -13,14 +13,12 @@ D=64 in the environment: head_dim 64, Hq 9, Hk 3."""
 import dataclasses
 import os
 import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tqgen.build import preset_spec_for_target
-from tqgen.compile_cpp import compile_cuda
 from tqgen.ir import Target
 from tqgen.lower_cuda import make_variant, render_cuda
+from cubins import compile_cubins
 
 D = int(os.environ.get("D", "128"))
 HQ, HK = (32, 8) if D == 128 else (9, 3)
@@ -59,20 +57,7 @@ def compile_all(dirpath: Path, tag: str, items):
             assert src.count(NOINLINE) == 1
             jobs += [(item, "new", src), (item, "inl", src.replace(NOINLINE, NOINLINE.replace("noinline", "forceinline")))]
 
-    def one(job):
-        item, t, text = job
-        with tempfile.TemporaryDirectory() as td:
-            p = Path(td) / "kernel.cu"
-            p.write_text(text)
-            r = compile_cuda(p, "sm_90", Path(td))
-            if not r.ok:
-                return f"{item} {t}: FAILED\n{r.log[-2000:]}"
-            Path(r.output).replace(cubin(dirpath, item, t))
-            k = r.kernels.get("tq_decode_split_bal_bf16", {})
-            return f"{item} {t}: regs {k.get('registers')} spills {k.get('spill_stores')}"
-    with ThreadPoolExecutor(4) as ex:
-        for line in ex.map(one, jobs):
-            print(line, flush=True)
+    compile_cubins(jobs, lambda item, tag: cubin(dirpath, item, tag), 4)
 
 
 def main():
