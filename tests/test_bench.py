@@ -125,7 +125,7 @@ def test_pct_ceiling_is_bytes_over_time_over_ceiling(smoke):
 
 def test_triton_interpreter_checked_and_cuda_unavailable(tmp_path):
     rc, res, md = _bench(tmp_path, "tri", "--backend", "triton", "--backend", "cuda", "--preset", "3bit_nc",
-                         "--layout", "soa", "--op", "decode", "--op", "store", "--no-plot")
+                         "--layout", "soa", "--op", "decode", "--op", "store", "--no-plot", "--l2-floor")
     assert rc == 0
     rows = res["rows"]
     cuda = [r for r in rows if r["backend"] == "cuda"]
@@ -141,6 +141,17 @@ def test_triton_interpreter_checked_and_cuda_unavailable(tmp_path):
     assert all(r["variant"].startswith("triton-cpu-generic-soa-k3nc-v3") for r in tri)
     assert [r["splits"] for r in tri if r["op"] == "decode"] and all(
         r["splits"] >= 1 for r in tri if r["op"] == "decode")
+    # --l2-floor: equal-length decodes also timed on a block table folded into half its blocks or fewer (sequences
+    # sharing blocks), that call checked against the reference too; floor % = bytes / floor time / ceiling
+    assert "--l2-floor" in res["meta"]["command"] and "| L2 floor us | floor % ceiling |" in md
+    eq = [r for r in tri if r["op"] == "decode" and not r["mix"]]
+    assert len(eq) == 2
+    for r in eq:
+        assert r["floor_check"].startswith("ok") and "L2 floor" not in r["check"], r["floor_check"]
+        assert 1 <= r["floor_blocks"] <= r["B"] * -(-r["L"] // r["block_size"]) // 2
+        ceiling = res["meta"]["copy_ceiling_GBps"] * 1e9
+        assert math.isclose(r["floor_pct"], r["bytes"] / (r["floor_us"] * 1e-6) / ceiling * 100, rel_tol=1e-9)
+    assert all(r["floor_us"] is None for r in tri if r["mix"] or r["op"] == "store")
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -271,6 +282,12 @@ def test_targets_evaluation():
     assert res[("pct", "4bit_nc", "store N=65536")] == "FAIL"
     assert res[("pct", "4bit_nc", "store N=262144")] == "PASS"
     assert len(res) == 10
+    # --l2-floor rows: the floor rides along in the measured text (the result is the measured value's alone)
+    fl = _row("decode", "3bit_nc", 66.0, 3.1, 32, 32 * K, t=300.0, sdpa=930.0)
+    fl.update(floor_us=279.0, floor_pct=71.0)
+    got = {kind(t["target"]): t for t in evaluate_targets([fl])}
+    assert got["pct"]["measured"] == "66.0 % (L2 floor 71.0 %)" and got["pct"]["result"] == "FAIL"
+    assert got["x"]["measured"] == "3.10x (L2 floor 3.33x)" and got["x"]["result"] == "PASS"
 
 
 def test_source_digest_follows_the_sources(tmp_path):
