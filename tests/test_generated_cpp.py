@@ -111,6 +111,34 @@ def test_dynamic_smem_decode_compiles(tmp_path):
         assert k["smem"] <= 4096, k  # static: the query scales (and SoA's query fragments) only
 
 
+
+def test_soa_k3v4_pair_add_fits_eight_blocks(tmp_path):
+    """CudaOptions.pair_add (SoA k3v4_nc, head_dim 128): the pair table's address folded into the loads leaves no
+    8 KB alignment room, so shared memory and registers both allow the 8 blocks of 2 warps its launch bound asks for
+    (with the padded table, 32,640 bytes: 6 blocks an SM; H200: B=128 L=8K 348 -> 329 us,
+    bench/results/h200-2026-12-03-pair-add.md). 228 KB an SM, 1 KB reserved a block; 64 K registers."""
+    import dataclasses
+
+    from tqgen.build import preset_spec_for_target
+    from tqgen.ir import Target
+    from tqgen.lower_cuda import cuda_options, make_variant
+
+    spec = preset_spec_for_target("k3v4_nc", Target.SM90, layout="soa")
+    o = cuda_options(spec, Target.SM90)
+    assert o.pair_add and (o.decode_warps, o.decode_min_blocks) == (2, 8)
+    smem = {}
+    for tag, opts in (("add", o), ("pad", dataclasses.replace(o, pair_add=False))):
+        try:
+            r = _compile_variant(make_variant(spec, "sm90", options=opts), tmp_path / tag)
+        except ToolchainMissing as err:
+            pytest.skip(f"C++ toolchain missing: {err}")
+        assert r.ok, r.log[-3000:]
+        k = r.kernels["tq_decode_split_bal_bf16"]
+        assert r.spills == 0 and k["registers"] <= 65536 // (64 * 8), k
+        smem[tag] = k["smem"]
+    assert 8 * (smem["add"] + 1024) <= 228 * 1024 < 8 * (smem["pad"] + 1024), smem
+    assert smem["pad"] - smem["add"] == 64 * 32 * 4, smem  # the alignment room: one table
+
 D64_CASES = [(p, lay) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")]
 # (4bit_nc SoA at head_dim 64 spilled 4 bytes around the tile loop until the softmax's maximum moved behind a
 # warp vote, options.lazy_max; a strict xfail marked it. Any entry here is marked so again.)

@@ -80,6 +80,13 @@ def test_options_are_data_with_measured_overrides():
     assert (k3s.pair_copies, k3s.head_groups, k3s.decode_warps, k3s.tile_unroll) == (32, True, 2, 3)
     k3s64 = cuda_options(preset_spec_for_target("k3v4_nc", Target.SM90, layout="soa", head_dim=64), Target.SM90)
     assert not k3s64.head_groups
+    # ... and its table addressed by OR of the lane's offset plus the table's address in the load (pair_add: no
+    # 8 KB-aligned room for the table, 8 blocks an SM); not at head_dim 64 or for 3bit_nc (ptxas kept an IMAD there)
+    k3s3 = cuda_options(preset_spec_for_target("3bit_nc", Target.SM90, layout="soa"), Target.SM90)
+    assert k3s.pair_add and not k3s64.pair_add and not k3s3.pair_add and not k3.pair_add
+    src_add = render_cuda(make_variant(preset_spec_for_target("k3v4_nc", Target.SM90, layout="soa"), "sm90"))
+    assert "add.u32 a, %1, %2" in src_add and "pairs_pad" not in src_add
+    assert "__shared__ uint32_t pairs[PAIRS * TQ_PAIR_COPIES];" in src_add
     src = render_cuda(make_variant(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), "sm90"))
     assert "#define TQ_PAIR_COPIES 32" in src and "pair_base | v * (4u * TQ_PAIR_COPIES)" in src
     assert "#define TQ_PAIR_COPIES 0" in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
@@ -110,6 +117,11 @@ def test_dynamic_smem_sizes_and_reasons():
     l3 = _line_loads(k3, platform_for(Target.SM90))
     assert decode_dynamic_smem(k3, Target.SM90, "generic", d3) == (
         3 * d3.decode_warps * 4 * (16 * l3["ncp"] * 4 + 8 * l3["nmeta"]) + 2 * 64 * 32 * 4)
+    # pair_add: the 3-bit table once, no alignment room
+    assert decode_dynamic_smem(k3, Target.SM90, "generic", dataclasses.replace(d3, pair_add=True)) == (
+        3 * d3.decode_warps * 4 * (16 * l3["ncp"] * 4 + 8 * l3["nmeta"]) + 64 * 32 * 4)
+    assert [r.field for r in CudaOptions(pair_add=True).reasons(Target.GFX942)] == ["pair_add"]
+    assert CudaOptions(pair_add=True).reasons(Target.SM90) == []
     assert [r.field for r in CudaOptions(dyn_smem=True).reasons(Target.GFX942)] == ["dyn_smem"]
     assert [r.field for r in CudaOptions(dyn_smem=True, stages=0).reasons(Target.SM90)] == ["dyn_smem"]
     src = render_cuda(make_variant(spec, "sm90", options=d))

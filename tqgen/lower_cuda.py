@@ -237,6 +237,13 @@ class CudaOptions:
     # copies its heads' AoS slots or SoA records (side by side in each token's row) together, each 16-byte chunk
     # once, where a warp per head copies the chunk two neighbour slots share twice (lower_cuda._slot_lines)
     head_groups: bool = False
+    # 3-bit keys' pair table (CUDA): the lane's byte offset OR'ed with v·4·COPIES (the one logic op after the
+    # shift that extracts v, as with the aligned table) and the table's shared address added inside the load,
+    # where ptxas folds it into the load's immediate offset: the table needs no alignment to its size, so the
+    # 16 KB array that holds an aligned 8 KB table (32 copies) shrinks to 8 KB. SoA k3v4_nc at head_dim 128: the
+    # same hot loop (323 -> 324 SASS instructions a tile), 32,640 -> 24,448 bytes of shared memory, 6 -> 8 blocks an
+    # SM (its registers' bound); 3bit_nc SoA's loop took an IMAD a lookup instead (tests/data/sass_tile_sm90.json)
+    pair_add: bool = False
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -259,6 +266,9 @@ class CudaOptions:
             r.append(Reason("dyn_smem", True, [False], "dynamic shared memory holds the cp.async pipeline (stages >= 2)"))
         if self.dyn_smem and target.info.vendor is not Vendor.NVIDIA:
             r.append(Reason("dyn_smem", True, [False], "the launcher sets the dynamic shared-memory limit on CUDA only"))
+        if self.pair_add and target.info.vendor is not Vendor.NVIDIA:
+            r.append(Reason("pair_add", True, [False], "the folded table address is a CUDA load (the HIP decode "
+                                                       "indexes its table)"))
         if self.head_groups and target.info.vendor is not Vendor.NVIDIA:
             r.append(Reason("head_groups", True, [False], "head-group blocks are built and verified for NVIDIA targets "
                                                           "only (a HIP block's logical warps share a wave64)"))
@@ -398,6 +408,14 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "329-332 us (x SDPA 2.54 -> 2.86), B=128 L=8K 374-378 -> 337-339 us (2.57 -> 2.84); B=1 L=4K "
                    "0.94 -> 1.15x SDPA's time; head groups of 4 and grouping with the old loop options slower "
                    "(bench/results/h200-2026-12-03-soa-k3v4-sectors.md)"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
+                                 ("head_dim", 128)),
+                   (("pair_add", True),),
+                   "k3v4_nc SoA, head_dim 128: the pair table without its alignment padding (shared memory 32,640 -> "
+                   "24,448 bytes: 8 blocks an SM instead of 6, its registers' bound; the hot loop unchanged). Same "
+                   "run, CUDA graphs, best split count of 3/4/6/8 each: B=128 L=8K 348 -> 329 us (67.1 -> 71.0 % of "
+                   "the copy ceiling), B=32 L=32K 330 -> 323 us (bench/results/h200-2026-12-03-pair-add.md). Not at "
+                   "head_dim 64 or for 3bit_nc SoA: ptxas left the table address as an IMAD a lookup there"),
 )
 
 
@@ -824,7 +842,7 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
     """Bytes of dynamic shared memory the decode kernel takes with ``options.dyn_smem`` (0 without): the
     line-load pipeline (stages x warps x one warp's rows, or stages x one head group's rows with
     ``head_groups``; at least the 8 x D float query rows of each of the block's heads it replaces) and the pair table (entries x copies, twice that where it is addressed by OR from a base
-    aligned to its size). The kernel static_asserts that its carve-up fits."""
+    aligned to its size, once with ``pair_add``). The kernel static_asserts that its carve-up fits."""
     if not options.dyn_smem:
         return 0
     platform = platform_for(target, kind)
@@ -838,7 +856,7 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
     words = max(options.stages * (options.decode_warps // group) * lw, 8 * qheads * spec.head_dim)
     kbits, copies = _pair_table(spec, platform, options)
     table = (1 << (2 * kbits)) * copies if copies else 0
-    if table and kbits == 3:
+    if table and kbits == 3 and not options.pair_add:
         table *= 2  # OR addressing: the table is aligned to its size inside twice its room
     return 4 * (words + table)
 
@@ -932,8 +950,10 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # the epilogue's row scales 2^(24-p) of each m-tile's two codes (at bits 0 and VB where funnel-shifted)
         pv_rows=[(2.0 ** (24 - w["lo"]["p"]), 2.0 ** (24 - w["hi"]["p"])) if w else (2.0 ** 24, 2.0 ** (24 - spec.value_bits))
                  for w in vplan],
-        # 3-bit pair tables (64 entries x copies) are addressed by OR: base aligned to the table size
-        pair_or=kbits == 3 and pair_copies > 0,
+        # 3-bit pair tables (64 entries x copies) are addressed by OR: base aligned to the table size, or (pair_add)
+        # the lane's offset OR'ed and the table's address added in the load
+        pair_or=kbits == 3 and pair_copies > 0 and not options.pair_add,
+        pair_add=kbits == 3 and pair_copies > 0 and options.pair_add,
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),
         # cvt.rn.f16x2.e4m3x2 the decode's exact e4m3fn -> fp16 pair conversion
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
