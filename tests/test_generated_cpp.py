@@ -29,6 +29,16 @@ def _compile_variant(v, d: Path):
     return compile_cuda(d / "kernel.cu", str(v.target), d)
 
 
+def _compiled(v, d: Path):
+    """``_compile_variant``, skipping where nvcc is missing; the compile must succeed."""
+    try:
+        r = _compile_variant(v, d)
+    except ToolchainMissing as err:
+        pytest.skip(f"C++ toolchain missing: {err}")
+    assert r.ok, r.log[-3000:]
+    return r
+
+
 def _compile(job, out: Path):
     e, arch = job
     src = next((ROOT / e["path"]).glob("kernel.*"))
@@ -76,11 +86,7 @@ def test_portable_instances_compile(tmp_path):
 
     for preset in ("k8v4", "k3v4_nc"):
         v = make_variant(preset_spec_for_target(preset, Target.SM90, layout="soa"), "sm90", "portable")
-        try:
-            r = _compile_variant(v, tmp_path / preset)
-        except ToolchainMissing as err:
-            pytest.skip(f"C++ toolchain missing: {err}")
-        assert r.ok, r.log[-3000:]  # (spills allowed: a test instance; its decode emulates mma with shuffles)
+        r = _compiled(v, tmp_path / preset)  # (spills allowed: a test instance; its decode emulates mma with shuffles)
         assert {"tq_store_bf16", "tq_decode_split_bf16", "tq_decode_merge_f16"} <= set(r.kernels)
 
 
@@ -101,11 +107,7 @@ def test_dynamic_smem_decode_compiles(tmp_path):
                                 pair_copies=32, dyn_smem=True)
         nbytes = decode_dynamic_smem(spec, Target.SM90, "generic", o)
         assert 48 * 1024 < nbytes and blocks * (nbytes + 1024) <= 228 * 1024, nbytes  # fits the SM's 228 KB
-        try:
-            r = _compile_variant(make_variant(spec, "sm90", options=o), tmp_path / layout)
-        except ToolchainMissing as err:
-            pytest.skip(f"C++ toolchain missing: {err}")
-        assert r.ok, r.log[-3000:]
+        r = _compiled(make_variant(spec, "sm90", options=o), tmp_path / layout)
         k = r.kernels["tq_decode_split_bf16"]
         assert r.spills == 0 and k["registers"] <= 65536 // (32 * warps * blocks), k
         assert k["smem"] <= 4096, k  # static: the query scales (and SoA's query fragments) only
@@ -128,11 +130,7 @@ def test_soa_k3v4_pair_add_fits_eight_blocks(tmp_path):
     assert o.pair_add and (o.decode_warps, o.decode_min_blocks) == (2, 8)
     smem = {}
     for tag, opts in (("add", o), ("pad", dataclasses.replace(o, pair_add=False))):
-        try:
-            r = _compile_variant(make_variant(spec, "sm90", options=opts), tmp_path / tag)
-        except ToolchainMissing as err:
-            pytest.skip(f"C++ toolchain missing: {err}")
-        assert r.ok, r.log[-3000:]
+        r = _compiled(make_variant(spec, "sm90", options=opts), tmp_path / tag)
         k = r.kernels["tq_decode_split_bal_bf16"]
         assert r.spills == 0 and k["registers"] <= 65536 // (64 * 8), k
         smem[tag] = k["smem"]
