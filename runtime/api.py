@@ -101,7 +101,8 @@ class _Kernels:
 
     def decode(self, query, cache, block_table, seq_lens, *, scale=None, sinks=None, sliding_window=None,
                workspace=None, check=True, balanced=None):
-        splits = workspace["acc"].shape[2] if workspace is not None else None
+        # the workspace's split count ("num_splits": a C++ workspace can be wider, for a balanced decode's grid)
+        splits = workspace.get("num_splits", workspace["acc"].shape[2]) if workspace is not None else None
         kw = {} if balanced is None else {"balanced": balanced}
         return self.kern.decode(query, cache, block_table, seq_lens, scale=scale, sinks=sinks,
                                 sliding_window=sliding_window, num_splits=splits, workspace=workspace, check=check, **kw)
@@ -124,7 +125,7 @@ class Workspace:
                              "create kv.workspace(max_batch) large enough")
         if self.buffers is None:
             return None
-        return {k: v[:b] for k, v in self.buffers.items()}
+        return {k: v[:b] if isinstance(v, torch.Tensor) else v for k, v in self.buffers.items()}
 
 
 class TurboQuantKV:
@@ -150,7 +151,9 @@ class TurboQuantKV:
             return Workspace(max_batch, 1, None)
         cap = max_seq_len or 1 << 20
         splits = impl.kern.num_splits_for(max_batch, self.request.num_kv_heads, cap, torch.device(self.device))
-        bufs = impl.kern.workspace(max_batch, self.request.num_q_heads, splits, self.device)
+        # the C++ decode: room for its balanced grid's width too (cuda_launch.balanced_width)
+        kw = {"num_kv_heads": self.request.num_kv_heads} if self.balanced_decode else {}
+        bufs = impl.kern.workspace(max_batch, self.request.num_q_heads, splits, self.device, **kw)
         return Workspace(max_batch, splits, bufs)
 
     # ------------------------------------------------------------------ kernels

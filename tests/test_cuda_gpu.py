@@ -285,7 +285,7 @@ def test_balanced_decode_deals_splits_by_length(variant):
     tqgen.testing.DECODE_TOL, as the classic decode of the same call. The plan the kernel wrote (each non-empty
     sequence's splits and first partial row) is the deal cuda_launch.balanced_blocks re-enacts, at the cap
     balanced_cap gives (one wave at 2 warps a block, 3/4 of one at 4)."""
-    from tqgen.cuda_launch import balanced_blocks, balanced_cap, decode_grid, load_variant, merge_kind
+    from tqgen.cuda_launch import balanced_blocks, balanced_cap, balanced_width, decode_grid, load_variant, merge_kind
     from tqgen.tuning import sm_count
 
     spec, dev = variant.spec, torch.device("cuda")
@@ -304,16 +304,22 @@ def test_balanced_decode_deals_splits_by_length(variant):
         for window, sinks in ((None, None), (1000, case["sinks"])):
             exp = ref.decode(spec, q, cache, bt, sl, sinks=sinks, sliding_window=window)
             for splits in split_counts:
-                for balanced in (True, False):
+                for balanced, wide in ((True, False), (True, True), (False, False)):
                     ns = splits or kern.num_splits_for(len(lens), hk, bt.shape[1] * spec.block_size, dev)
-                    ws = kern.workspace(len(lens), q.shape[1], ns, dev)
+                    # wide: the workspace has room for balanced_width's grid (the uniform path keeps ns)
+                    ws = kern.workspace(len(lens), q.shape[1], ns, dev, **({"num_kv_heads": hk} if wide else {}))
                     out = kern.decode(q, cache, bt, sl, num_splits=splits, sinks=sinks, sliding_window=window,
                                       balanced=balanced, workspace=ws)
-                    label = (len(lens), g, window, splits, balanced, merge_kind(len(lens) * hk * g, ns))
+                    label = (len(lens), g, window, splits, balanced, wide, merge_kind(len(lens) * hk * g, ns))
                     if balanced:
                         grid = decode_grid(variant.options, ns, hk, g, len(lens))
-                        deal = balanced_blocks(lens, window or 0, ns // step,
-                                               balanced_cap(variant.options, sm_count(dev), grid[1]))
+                        cap = balanced_cap(variant.options, sm_count(dev), grid[1])
+                        width = grid[0]
+                        if len(lens) > 1:
+                            width = max(width, min(balanced_width(variant.options, sm_count(dev), grid[1], len(lens),
+                                                                  grid[0]), ws["acc"].shape[2] // step))
+                        assert wide or width == ns // step, label
+                        deal = balanced_blocks(lens, window or 0, width, cap, uniform_blocks=ns // step)
                         plan, rows = ws["plan"][: len(lens)].tolist(), 0
                         for n, x, (row, nsplit) in zip(lens, deal, plan):
                             if n:  # an empty sequence has no blocks and writes no plan

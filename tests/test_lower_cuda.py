@@ -391,13 +391,24 @@ def test_balanced_blocks_deal_the_grid_by_tiles():
     (balanced_cap)."""
     from types import SimpleNamespace
 
-    from tqgen.cuda_launch import balanced_blocks, balanced_cap, span_tiles
+    from tqgen.cuda_launch import balanced_blocks, balanced_cap, balanced_width, span_tiles
     two, four = SimpleNamespace(decode_warps=2, decode_min_blocks=8), SimpleNamespace(decode_warps=4, decode_min_blocks=3)
     assert balanced_cap(two, 132, 8) == 132 and balanced_cap(four, 132, 8) == 3 * 49 // 4 == 36
     assert balanced_cap(four, 1, 64) == 1 and balanced_cap(two, 132, 0) == 1056
     assert span_tiles(0) == 0 and span_tiles(1) == 1 and span_tiles(16) == 1 and span_tiles(17) == 2
     assert span_tiles(1000, 100) == 1000 // 16 + 1 - 900 // 16 and span_tiles(50, 100) == span_tiles(50)
     assert balanced_blocks([4096] * 5, 0, 3, 2) == [3] * 5 and balanced_blocks([0, 0], 0, 2, 9) == [2, 2]
+    # a wider grid than the tuned count (balanced_width): equal lengths keep the tuned count, the rest is dealt
+    assert balanced_blocks([4096] * 5, 0, 9, 2, uniform_blocks=3) == [3] * 5
+    # B=128, one long: where the tuned count is one block a unit (k8v4 SoA: 2 splits of 2-warp blocks) the grid deals
+    # nothing (each sequence one block, the long one 2048 tiles in one); a width holding a wave's cap and one block
+    # for each short one (balanced_width: 3) gives the long one 32 blocks of 64 tiles, as many as a short one has
+    assert balanced_width(two, 132, 8, 128, 1) == -(-(132 + 127) // 128) == 3
+    assert balanced_width(two, 132, 8, 32, 8) == 8 and balanced_width(four, 132, 8, 128, 1) == 2
+    assert balanced_width(two, 132, 8, 32, 2) == 2  # the tuned grid deals already: its width (wider lost on ramps)
+    one_long = [32768] + [1024] * 127
+    assert balanced_blocks(one_long, 0, 1, 132) == [1] * 128
+    assert balanced_blocks(one_long, 0, 3, 132, uniform_blocks=1) == [32] + [1] * 127
     # 64 blocks, 4032 tiles: a level of 64 tiles, the long one 32 blocks, the others one each (63 blocks)
     assert balanced_blocks([32768] + [1024] * 31, 0, 2, 49) == [32] + [1] * 31
     # half long, half short: the long ones as the classic grid of the 32 full sequences (4 blocks each: floor(4 · N /

@@ -250,18 +250,19 @@ def span_tiles(seq_len: int, window: int = 0) -> int:
     return (seq_len + 15) // 16 - start // 16
 
 
-def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int) -> list[int]:
+def balanced_blocks(seq_lens, window: int, blocks_per_unit: int, cap: int, uniform_blocks: int | None = None) -> list[int]:
     """A balanced decode's blocks a unit for each sequence (the template's ``tq_bal_plan`` / ``tq_bal_block``, re-enacted
     for tests and docs). Of the grid's K = ``len(seq_lens) · blocks_per_unit`` blocks a unit, at most Kt are dealt: K,
     but at most Kc long blocks (floor(X · N / n_max): the classic grid for as many sequences of the longest length, or
     ``cap`` where that is more: ``balanced_cap``, a share of one wave; N: all tiles) plus the short sequences (at most
     N / Kc tiles), whose blocks end early. Sequence b gets ceil(n_b / lam) (water-filling: n_b its tiles, lam the
     least level at which they sum to at most Kt, so no block has more than lam tiles; at least one block a non-empty
-    sequence, none an empty one); equal lengths keep ``blocks_per_unit`` each (the classic, tuned grid). A sequence's
-    splits are its blocks times ``CudaOptions.split_step()``; the grid's blocks past the dealt ones exit at once."""
+    sequence, none an empty one); equal lengths keep ``uniform_blocks`` each (the classic, tuned grid; default
+    ``blocks_per_unit``; the grid may be wider, ``balanced_width``). A sequence's splits are its blocks times
+    ``CudaOptions.split_step()``; the grid's blocks past the dealt ones exit at once."""
     tiles = [span_tiles(int(n), window) for n in seq_lens]
     if not tiles or min(tiles) == max(tiles):
-        return [blocks_per_unit] * len(tiles)
+        return [uniform_blocks or blocks_per_unit] * len(tiles)
     n, k = sum(tiles), len(tiles) * blocks_per_unit
     kc = min(k, max(blocks_per_unit * n // max(tiles), max(cap, 1)))
     kt = min(k, kc + sum(0 < t <= n // kc for t in tiles))
@@ -284,6 +285,20 @@ def balanced_cap(options, sms: int, grid_y: int) -> int:
     its options are those of head_dim 128."""
     wave = max(1, sms * options.decode_min_blocks // max(1, grid_y))
     return wave if options.decode_warps <= 2 else max(1, 3 * wave // 4)
+
+
+def balanced_width(options, sms: int, grid_y: int, batch: int, blocks_per_unit: int) -> int:
+    """A balanced decode's grid width (blocks a unit): the tuned ``blocks_per_unit``; where that is one block a unit
+    (nothing to deal: B=128's tuned count for k8v4 SoA, 4bit_nc and 3bit_nc SoA), enough that the dealt count (batch x
+    width) holds the cap's long blocks (``balanced_cap``) and one block for every other sequence,
+    ceil((cap + batch - 1) / batch). Equal lengths still run the tuned count (the kernel's uniform path; the blocks
+    past it exit). H200, the mixed suite (bench/results/h200-2026-12-03-balanced-width.md): B=128 one-long 0.94-0.99x
+    the classic grid -> 2.0-3.9x for those four; the wider width where the tuned grid already deals cost B=32 ramps
+    7-16 %, so it is not taken there."""
+    if blocks_per_unit > 1:
+        return blocks_per_unit
+    cap = balanced_cap(options, sms, grid_y)
+    return max(blocks_per_unit, -(-(cap + batch - 1) // max(1, batch)))
 
 
 def merge_kind(rows: int, splits: int) -> str:
@@ -393,11 +408,26 @@ class CudaKernels:
         heads = math.ceil(num_kv_heads / o.decode_warps) * o.decode_warps if o.head_groups else num_kv_heads
         return decode_splits(batch * heads, max_seq_len, sms * per_sm, o.split_step())
 
-    def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
+    def balanced_splits(self, batch: int, num_q_heads: int, num_kv_heads: int, num_splits: int, device) -> int:
+        """The splits a sequence a balanced decode's grid holds at most: ``balanced_width`` blocks a unit x the
+        block's splits (``num_splits`` where that is more)."""
+        o, step = self.variant.options, self.variant.options.split_step()
+        grid = decode_grid(o, num_splits, num_kv_heads, max(1, num_q_heads // max(1, num_kv_heads)), batch)
+        return max(num_splits, balanced_width(o, sm_count(torch.device(device)), grid[1], batch, grid[0]) * step)
+
+    def workspace(self, batch: int, num_q_heads: int, num_splits: int, device,
+                  num_kv_heads: int | None = None) -> dict[str, torch.Tensor]:
+        """Decode scratch for ``num_splits`` splits a (sequence, query head); with ``num_kv_heads``, room for the
+        wider grid of a balanced decode too (``balanced_splits``: a batch waiting on a few long sequences gets
+        more blocks for them)."""
         d = self.spec.head_dim
-        return {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
-                "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device),
-                "plan": torch.empty(batch, 2, dtype=torch.int64, device=device)}  # a balanced decode's rows a sequence
+        cols = num_splits
+        if num_kv_heads and batch > 1 and num_splits % self.variant.options.split_step() == 0:
+            cols = self.balanced_splits(batch, num_q_heads, num_kv_heads, num_splits, device)
+        return {"acc": torch.empty(batch, num_q_heads, cols, d, dtype=torch.float32, device=device),
+                "lse": torch.empty(batch, num_q_heads, cols, dtype=torch.float32, device=device),
+                "plan": torch.empty(batch, 2, dtype=torch.int64, device=device),  # a balanced decode's rows a sequence
+                "num_splits": num_splits}  # the equal-length count (acc may be wider: balanced_splits)
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
@@ -406,7 +436,8 @@ class CudaKernels:
         """Split-KV decode: ``num_splits`` splits a (sequence, KV head) for a batch of equal lengths (the
         workspace's; default ``num_splits_for``). ``balanced=True`` deals the grid's blocks to the sequences by their
         tiles instead (``balanced_blocks``; the template's ``tq_bal_block``), so that a batch of mixed lengths spreads
-        its work evenly: the same grid and workspace, the classic splits for equal lengths. ``None`` (default): on
+        its work evenly: a grid of ``balanced_width`` blocks a unit where the workspace has room for it (made with
+        ``num_kv_heads``; else the classic grid's), the classic splits for equal lengths. ``None`` (default): on
         from 2 sequences where a unit has more than one block to deal (equal lengths within 1 % of the classic kernel
         at head_dim 128, 2-4 % slower at 64; 1.4-4.2x faster on a batch waiting on one long sequence:
         bench/results/h200-2026-12-03-balanced-equal-cost.md, -mixed.md)."""
@@ -422,17 +453,23 @@ class CudaKernels:
                              "use the triton backend for larger groups")
         scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
         splits = num_splits or self.num_splits_for(b, hk, block_table.shape[1] * s.block_size, cache.device)
-        ws = workspace or self.workspace(b, hq, splits, cache.device)
+        ws = workspace or self.workspace(b, hq, splits, cache.device, num_kv_heads=hk)
         step = self.variant.options.split_step()
+        if ws["acc"].shape[2] < splits or ws["acc"].shape[0] < b:
+            raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
+        grid = decode_grid(self.variant.options, splits, hk, g, b)
+        # a balanced grid's width: balanced_width blocks a unit, as many as the workspace holds
+        width = grid[0]
+        if balanced is not False and splits % step == 0 and b > 1:
+            width = max(grid[0], min(balanced_width(self.variant.options, sm_count(cache.device), grid[1], b, grid[0]),
+                                     ws["acc"].shape[2] // step))
         if balanced is None:
-            # never at one block a unit (splits == step: nothing to deal), for one sequence, or with a workspace
-            # without "plan"
-            balanced = b > 1 and splits % step == 0 and splits > step and "plan" in ws
+            # never with one block a unit to deal (nothing to deal), for one sequence, or with a workspace without
+            # "plan"
+            balanced = b > 1 and splits % step == 0 and width > 1 and "plan" in ws
         elif balanced and splits % step:
             raise ValueError(f"{self.variant.id}: a balanced decode needs a split count that is a multiple of {step} "
                              f"(the block's splits); got num_splits={splits}: pass a multiple or balanced=False")
-        if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
-            raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
         q = query if query.is_contiguous() else query.contiguous()
         bt = block_table if (block_table.dtype == torch.int32 and block_table.stride(1) == 1) \
             else block_table.to(torch.int32).contiguous()
@@ -442,7 +479,8 @@ class CudaKernels:
             return out
         stream = self._stream(cache.device)
         window = int(sliding_window or 0)
-        grid = decode_grid(self.variant.options, splits, hk, g, b)
+        if balanced:
+            grid = (width,) + grid[1:]
         cap = balanced_cap(self.variant.options, sm_count(cache.device), grid[1]) if balanced else 0
         plan = ws.get("plan") if balanced else None
         if balanced and (plan is None or plan.shape[0] < b):
@@ -456,7 +494,8 @@ class CudaKernels:
             ctypes.c_float(scale * LOG2E), ctypes.c_int(window), self._layout(hk), ctypes.c_int(cap), _ptr(plan)],
             stream, smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
-        self.merge(ws, sk, out, hq, splits, stream, plan=plan, seq_lens=sl, window=window)
+        self.merge(ws, sk, out, hq, grid[0] * step if balanced else splits, stream, plan=plan, seq_lens=sl,
+                   window=window)
         return out
 
     def merge(self, ws: dict, sinks: torch.Tensor | None, out: torch.Tensor, hq: int, splits: int, stream: int,
