@@ -285,7 +285,7 @@ def test_balanced_decode_deals_splits_by_length(variant):
     tqgen.testing.DECODE_TOL, as the classic decode of the same call. The plan the kernel wrote (each non-empty
     sequence's splits and first partial row) is the deal cuda_launch.balanced_blocks re-enacts, at the cap
     balanced_cap gives (one wave at 2 warps a block, 3/4 of one at 4)."""
-    from tqgen.cuda_launch import balanced_blocks, balanced_cap, balanced_width, decode_grid, load_variant, merge_kind
+    from tqgen.cuda_launch import balanced_blocks, balanced_cap, decode_grid, load_variant, merge_kind
     from tqgen.tuning import sm_count
 
     spec, dev = variant.spec, torch.device("cuda")
@@ -314,10 +314,7 @@ def test_balanced_decode_deals_splits_by_length(variant):
                     if balanced:
                         grid = decode_grid(variant.options, ns, hk, g, len(lens))
                         cap = balanced_cap(variant.options, sm_count(dev), grid[1])
-                        width = grid[0]
-                        if len(lens) > 1:
-                            width = max(width, min(balanced_width(variant.options, sm_count(dev), grid[1], len(lens),
-                                                                  grid[0]), ws["acc"].shape[2] // step))
+                        width = kern.balanced_grid_width(len(lens), hk, g, ns, dev, room=ws["acc"].shape[2])
                         assert wide or width == ns // step, label
                         deal = balanced_blocks(lens, window or 0, width, cap, uniform_blocks=ns // step)
                         plan, rows = ws["plan"][: len(lens)].tolist(), 0

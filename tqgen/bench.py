@@ -789,7 +789,8 @@ class Bench:
         below a target whose floor is also below it is bound by its instructions (issue, ALU pipe), not by memory;
         one whose floor is well above it has a memory-side gap (latency, bytes in flight). Checked against the
         reference like the main call."""
-        block_bytes = kv.spec.block_size * cache.shape[2] * _slot(kv.spec)
+        from .layout import derive_layout
+        block_bytes = derive_layout(kv.spec).page_bytes(cache.shape[2])  # one block of every KV head
         # at most half the blocks there are: a small batch's table is folded too (its floor then reads each block
         # at least twice)
         pool = max(1, min((self.l2 or FLOOR_CPU_L2_BYTES) // 4 // block_bytes, int(bt.max()) // 2 + 1))

@@ -297,8 +297,7 @@ def balanced_width(options, sms: int, grid_y: int, batch: int, blocks_per_unit: 
     7-16 %, so it is not taken there."""
     if blocks_per_unit > 1:
         return blocks_per_unit
-    cap = balanced_cap(options, sms, grid_y)
-    return max(blocks_per_unit, -(-(cap + batch - 1) // max(1, batch)))
+    return max(1, -(-(balanced_cap(options, sms, grid_y) + batch - 1) // max(1, batch)))
 
 
 def merge_kind(rows: int, splits: int) -> str:
@@ -408,26 +407,32 @@ class CudaKernels:
         heads = math.ceil(num_kv_heads / o.decode_warps) * o.decode_warps if o.head_groups else num_kv_heads
         return decode_splits(batch * heads, max_seq_len, sms * per_sm, o.split_step())
 
-    def balanced_splits(self, batch: int, num_q_heads: int, num_kv_heads: int, num_splits: int, device) -> int:
-        """The splits a sequence a balanced decode's grid holds at most: ``balanced_width`` blocks a unit x the
-        block's splits (``num_splits`` where that is more)."""
+    def balanced_grid_width(self, batch: int, num_kv_heads: int, gqa: int, num_splits: int, device,
+                            room: int | None = None) -> int:
+        """Blocks a unit of a balanced decode's grid at ``num_splits`` (a multiple of the block's splits, from 2
+        sequences): ``balanced_width``, but no more than ``room`` splits (a workspace's) hold; the classic grid's
+        width otherwise. The launcher's rule; the workspace sizes itself by it, the GPU tests re-enact it."""
         o, step = self.variant.options, self.variant.options.split_step()
-        grid = decode_grid(o, num_splits, num_kv_heads, max(1, num_q_heads // max(1, num_kv_heads)), batch)
-        return max(num_splits, balanced_width(o, sm_count(torch.device(device)), grid[1], batch, grid[0]) * step)
+        grid = decode_grid(o, num_splits, num_kv_heads, gqa, batch)
+        if batch < 2 or num_splits % step:
+            return grid[0]
+        width = balanced_width(o, sm_count(torch.device(device)), grid[1], batch, grid[0])
+        return width if room is None else max(grid[0], min(width, room // step))
 
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device,
                   num_kv_heads: int | None = None) -> dict[str, torch.Tensor]:
         """Decode scratch for ``num_splits`` splits a (sequence, query head); with ``num_kv_heads``, room for the
-        wider grid of a balanced decode too (``balanced_splits``: a batch waiting on a few long sequences gets
+        wider grid of a balanced decode too (``balanced_grid_width``: a batch waiting on a few long sequences gets
         more blocks for them)."""
         d = self.spec.head_dim
-        cols = num_splits
-        if num_kv_heads and batch > 1 and num_splits % self.variant.options.split_step() == 0:
-            cols = self.balanced_splits(batch, num_q_heads, num_kv_heads, num_splits, device)
+        cols, step = num_splits, self.variant.options.split_step()
+        if num_kv_heads and num_splits % step == 0:
+            cols = self.balanced_grid_width(batch, num_kv_heads, max(1, num_q_heads // num_kv_heads), num_splits,
+                                            device) * step
         return {"acc": torch.empty(batch, num_q_heads, cols, d, dtype=torch.float32, device=device),
                 "lse": torch.empty(batch, num_q_heads, cols, dtype=torch.float32, device=device),
                 "plan": torch.empty(batch, 2, dtype=torch.int64, device=device),  # a balanced decode's rows a sequence
-                "num_splits": num_splits}  # the equal-length count (acc may be wider: balanced_splits)
+                "num_splits": num_splits}  # the equal-length count (acc may be wider: balanced_grid_width)
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
@@ -458,11 +463,8 @@ class CudaKernels:
         if ws["acc"].shape[2] < splits or ws["acc"].shape[0] < b:
             raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
         grid = decode_grid(self.variant.options, splits, hk, g, b)
-        # a balanced grid's width: balanced_width blocks a unit, as many as the workspace holds
-        width = grid[0]
-        if balanced is not False and splits % step == 0 and b > 1:
-            width = max(grid[0], min(balanced_width(self.variant.options, sm_count(cache.device), grid[1], b, grid[0]),
-                                     ws["acc"].shape[2] // step))
+        width = grid[0] if balanced is False else \
+            self.balanced_grid_width(b, hk, g, splits, cache.device, room=ws["acc"].shape[2])
         if balanced is None:
             # never with one block a unit to deal (nothing to deal), for one sequence, or with a workspace without
             # "plan"
