@@ -137,6 +137,35 @@ def test_soa_k3v4_pair_add_fits_eight_blocks(tmp_path):
     assert 8 * (smem["add"] + 1024) <= 228 * 1024 < 8 * (smem["pad"] + 1024), smem
     assert smem["pad"] - smem["add"] == 64 * 32 * 4, smem  # the alignment room: one table
 
+def test_aos_4bit_pair_prmt_keeps_three_blocks(tmp_path):
+    """CudaOptions.pair_prmt (AoS 4bit_nc, head_dim 128 and 64): the 4-bit pair table at a 256-byte entry stride
+    (64 KB) with the line-load pipeline in the entries' upper halves takes no more room than the table: 3 blocks of
+    4 warps still fit the SM (228 KB, 1 KB reserved a block; 64 K registers), without spills, and a lookup's offset
+    is the byte permute alone (no multiply-add by the copies' stride, 0x80, in the tile loop)."""
+    from tqgen import sass
+    from tqgen.build import preset_spec_for_target
+    from tqgen.ir import Target
+    from tqgen.lower_cuda import cuda_options, decode_dynamic_smem, make_variant
+
+    for d in (128, 64):
+        spec = preset_spec_for_target("4bit_nc", Target.SM90, layout="aos", head_dim=d)
+        o = cuda_options(spec, Target.SM90)
+        assert o.pair_prmt and (o.decode_warps, o.decode_min_blocks) == (4, 3)
+        r = _compiled(make_variant(spec, "sm90", options=o), tmp_path / str(d))
+        dyn = decode_dynamic_smem(spec, Target.SM90, "generic", o)
+        for name in ("tq_decode_split_bf16", "tq_decode_split_bal_bf16"):
+            k = r.kernels[name]
+            assert r.spills == 0 and k["registers"] <= 65536 // (32 * 4 * 3), k
+            assert 3 * (dyn + k["smem"] + 1024) <= 228 * 1024, (dyn, k)
+        try:
+            sass.find_cuobjdump(), sass.find_nvdisasm()
+        except ToolchainMissing as err:
+            continue  # the SASS half needs the disassemblers (the sizes above are checked)
+        ins = sass.disassemble(r.output, sass.DECODE_KERNEL)
+        lo, hi = sass.tile_loop(ins)
+        assert not [a for a, op, args in ins if lo <= a <= hi and op.startswith("IMAD") and ", 0x80," in args]
+
+
 D64_CASES = [(p, lay) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")]
 # (4bit_nc SoA at head_dim 64 spilled 4 bytes around the tile loop until the softmax's maximum moved behind a
 # warp vote, options.lazy_max; a strict xfail marked it. Any entry here is marked so again.)

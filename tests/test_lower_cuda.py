@@ -90,6 +90,16 @@ def test_options_are_data_with_measured_overrides():
     src = render_cuda(make_variant(preset_spec_for_target("k3v4_nc", Target.SM90, layout="aos"), "sm90"))
     assert "#define TQ_PAIR_COPIES 32" in src and "pair_base | v * (4u * TQ_PAIR_COPIES)" in src
     assert "#define TQ_PAIR_COPIES 0" in render_cuda(make_variant(LayoutSpec.from_preset("k8v4"), "sm90"))
+    # 4-bit keys, AoS (both head sizes): a lookup's offset is one byte permute (pair_prmt); not where the pipeline
+    # is not in dynamic shared memory (SoA, the portable instance) nor for 3-bit or fp8 keys
+    for d in (128, 64):
+        a4 = preset_spec_for_target("4bit_nc", Target.SM90, layout="aos", head_dim=d)
+        assert cuda_options(a4, Target.SM90).pair_prmt and not cuda_options(a4, Target.SM90, "portable").pair_prmt
+        src4 = render_cuda(make_variant(a4, "sm90"))
+        assert "#define TQ_PAIR_HOLES 1" in src4 and "TQ_PRMT(w, pair_lane, 0x5504u | (k << 4))" in src4
+    assert not (k4.pair_prmt or k3.pair_prmt or k3s.pair_prmt or fp8.pair_prmt)
+    assert "#define TQ_PAIR_HOLES 0" in render_cuda(make_variant(preset_spec_for_target("4bit_nc", Target.SM90,
+                                                                                        layout="soa"), "sm90"))
     a = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90")
     b = make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90", options=k3)
     assert a.id != b.id and "TQ_STAGES 3" in render_cuda(a)
@@ -123,6 +133,22 @@ def test_dynamic_smem_sizes_and_reasons():
     assert [r.field for r in CudaOptions(pair_add=True).reasons(Target.GFX942)] == ["pair_add"]
     assert CudaOptions(pair_add=True).reasons(Target.SM90) == []
     assert [r.field for r in CudaOptions(dyn_smem=True).reasons(Target.GFX942)] == ["dyn_smem"]
+    # pair_prmt: the 4-bit table at a 256-byte entry stride (64 KB), the pipeline inside its holes, nothing more
+    a4 = preset_spec_for_target("4bit_nc", Target.SM90, layout="aos")
+    p4 = cuda_options(a4, Target.SM90)
+    assert p4.pair_prmt and p4.dyn_smem and p4.pair_copies == 32
+    assert decode_dynamic_smem(a4, Target.SM90, "generic", p4) == 256 * 256
+    la = _line_loads(a4, platform_for(Target.SM90))
+    assert p4.stages * p4.decode_warps * 4 * 16 * la["ncp"] * 4 <= 256 * 128  # the pipeline fits the holes
+    assert {r.field for r in CudaOptions(pair_prmt=True, dyn_smem=True).reasons(Target.GFX942)} == {"pair_prmt", "dyn_smem"}
+    assert [r.field for r in CudaOptions(pair_prmt=True).reasons(Target.SM90)] == ["pair_prmt"]  # needs dyn_smem
+    for bad_spec, bad_opts, words in (
+            (spec, dataclasses.replace(d, pair_prmt=True), "AoS line loads"),  # SoA, 32 copies
+            (k3, dataclasses.replace(d3, pair_prmt=True), "4-bit Lloyd-Max keys"),
+            (a4, dataclasses.replace(p4, pair_copies=16), "pair_copies=16"),
+            (a4, dataclasses.replace(p4, stages=4), "must fit")):
+        with pytest.raises(ValueError, match=words):
+            decode_dynamic_smem(bad_spec, Target.SM90, "generic", bad_opts)
     assert [r.field for r in CudaOptions(dyn_smem=True, stages=0).reasons(Target.SM90)] == ["dyn_smem"]
     src = render_cuda(make_variant(spec, "sm90", options=d))
     assert "extern __shared__ __align__(128) uint32_t tq_dyn[];" in src and "__shared__ uint32_t pairs[" not in src
@@ -146,7 +172,8 @@ def test_dyn_smem_override_leaves_kinds_without_a_pipeline_static(monkeypatch):
     monkeypatch.setattr(lower_cuda, "CUDA_OPTION_OVERRIDES", lower_cuda.CUDA_OPTION_OVERRIDES + (extra,))
     generic, portable = (lower_cuda.cuda_options(spec, Target.SM90, k) for k in ("generic", "portable"))
     assert generic.dyn_smem and not portable.dyn_smem
-    assert dataclasses.replace(portable, dyn_smem=True) == generic  # nothing else differs
+    # nothing else differs but pair_prmt, whose table holds the pipeline in dynamic shared memory
+    assert generic.pair_prmt and dataclasses.replace(portable, dyn_smem=True, pair_prmt=True) == generic
     assert lower_cuda.decode_dynamic_smem(spec, Target.SM90, "generic", generic) > 48 * 1024 - 16 * 1024
     src = render_cuda(make_variant(spec, "sm90", "portable"))
     assert "tq_dyn" not in src and make_variant(spec, "sm90").options.dyn_smem

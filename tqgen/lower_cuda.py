@@ -244,6 +244,13 @@ class CudaOptions:
     # same hot loop (323 -> 324 SASS instructions a tile), 32,640 -> 24,448 bytes of shared memory, 6 -> 8 blocks an
     # SM (its registers' bound); 3bit_nc SoA's loop took an IMAD a lookup instead (tests/data/sass_tile_sm90.json)
     pair_add: bool = False
+    # 4-bit keys' pair table (CUDA, AoS line loads, 32 copies in dynamic shared memory): entries 256 bytes apart, so
+    # that one byte permute forms a lookup's offset (the code byte at bits 8-15, the lane's copy offset 4·lane at
+    # bits 0-7) and the load adds the table's address (ptxas folds it into the offset): one instruction a lookup
+    # where a permute and a multiply-add by 4·COPIES took two. The entries' upper 128 bytes hold the line-load
+    # pipeline (its linear byte x at x + (x & ~127) + 128 into the table), so the block's shared memory is the
+    # table's 64 KB; the query rows sit in its first 4 KB until the table is filled
+    pair_prmt: bool = False
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -269,6 +276,12 @@ class CudaOptions:
         if self.pair_add and target.info.vendor is not Vendor.NVIDIA:
             r.append(Reason("pair_add", True, [False], "the folded table address is a CUDA load (the HIP decode "
                                                        "indexes its table)"))
+        if self.pair_prmt and target.info.vendor is not Vendor.NVIDIA:
+            r.append(Reason("pair_prmt", True, [False], "the permuted table offsets are a CUDA load (the HIP decode "
+                                                        "looks 4-bit codes up by byte permutes)"))
+        if self.pair_prmt and not self.dyn_smem:
+            r.append(Reason("pair_prmt", True, [False], "the table with the pipeline in its holes is dynamic shared "
+                                                        "memory: set dyn_smem=True too"))
         if self.head_groups and target.info.vendor is not Vendor.NVIDIA:
             r.append(Reason("head_groups", True, [False], "head-group blocks are built and verified for NVIDIA targets "
                                                           "only (a HIP block's logical warps share a wave64)"))
@@ -416,6 +429,11 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "run, CUDA graphs, best split count of 3/4/6/8 each: B=128 L=8K 348 -> 329 us (67.1 -> 71.0 % of "
                    "the copy ceiling), B=32 L=32K 330 -> 323 us (bench/results/h200-2026-12-03-pair-add.md). Not at "
                    "head_dim 64 or for 3bit_nc SoA: ptxas left the table address as an IMAD a lookup there"),
+    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 4)), (("pair_prmt", True),),
+                   "4-bit keys, AoS: the pair table's entries 256 bytes apart, a lookup's offset one byte permute (the "
+                   "permute and multiply-add before), the line-load pipeline in the entries' upper halves: 410 -> 379 "
+                   "SASS instructions a tile at head_dim 128, 276 -> 260 at 64, the same registers and 3 blocks an SM "
+                   "(tests/data/sass_tile_sm90.json)"),
 )
 
 
@@ -430,7 +448,7 @@ def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> Cud
             opts = dataclasses.replace(opts, **dict(o.changes))
     if opts.dyn_smem and not cuda_reasons(spec, target, kind) and (
             opts.stages < 2 or _line_loads(spec, platform_for(target, kind)) is None):
-        opts = dataclasses.replace(opts, dyn_smem=False)
+        opts = dataclasses.replace(opts, dyn_smem=False, pair_prmt=False)  # the table's holes are dynamic too
     return opts
 
 
@@ -855,10 +873,33 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
     qheads = options.decode_warps if options.head_groups else 1  # query octets in shared memory
     words = max(options.stages * (options.decode_warps // group) * lw, 8 * qheads * spec.head_dim)
     kbits, copies = _pair_table(spec, platform, options)
+    if options.pair_prmt:
+        return _pair_holes_smem(spec, target, lines, options, kbits, copies, 4 * options.stages * (options.decode_warps // group) * lw)
     table = (1 << (2 * kbits)) * copies if copies else 0
     if table and kbits == 3 and not options.pair_add:
         table *= 2  # OR addressing: the table is aligned to its size inside twice its room
     return 4 * (words + table)
+
+
+def _pair_holes_smem(spec: LayoutSpec, target: Target, lines: dict, options: CudaOptions, kbits: int, copies: int,
+                     pipeline_bytes: int) -> int:
+    """``pair_prmt``'s shared memory: the 4-bit pair table at a 256-byte entry stride (64 KB), its copies in each
+    entry's first 128 bytes and the line-load pipeline in the other 128 (256 pieces of 128 bytes: a stage's bytes must
+    be whole pieces, so that a stage's offset doubles under the mapping)."""
+    what = f"pair_prmt: {spec.preset_name or spec} on {target}"
+    if kbits != 4 or copies != 32:
+        raise ValueError(f"{what}: needs 4-bit Lloyd-Max keys and a pair table of 32 copies (one a lane: the lane's "
+                         f"offset fills the permuted address's low byte); got {kbits or 'fp8'}-bit keys and "
+                         f"pair_copies={copies}. Use pair_prmt=False")
+    if not lines.get("aos") or lines.get("group", 1) != 1:
+        raise ValueError(f"{what}: the pipeline in the table's holes is built for AoS line loads of one head a warp "
+                         f"(precomputed shared addresses); got layout {spec.layout} "
+                         f"head_groups={options.head_groups}. Use pair_prmt=False")
+    stage_bytes = pipeline_bytes // options.stages
+    if pipeline_bytes > 256 * 128 or stage_bytes % 128:
+        raise ValueError(f"{what}: the pipeline ({options.stages} stages of {stage_bytes} bytes) must fit the "
+                         f"table's 256 holes of 128 bytes in whole pieces. Use fewer stages or pair_prmt=False")
+    return 256 * 256
 
 
 @lru_cache(maxsize=None)
@@ -954,6 +995,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # the lane's offset OR'ed and the table's address added in the load
         pair_or=kbits == 3 and pair_copies > 0 and not options.pair_add,
         pair_add=kbits == 3 and pair_copies > 0 and options.pair_add,
+        pair_holes=options.pair_prmt,  # validated by decode_dynamic_smem
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),
         # cvt.rn.f16x2.e4m3x2 the decode's exact e4m3fn -> fp16 pair conversion
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
