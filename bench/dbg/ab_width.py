@@ -24,6 +24,8 @@ HQ, HK, D = 32, 8, 128
 
 
 def graph_us(kern, q, c, tables, sl, ws, out):
+    # tqgen.tuning._graph_us's loop with the caller's workspace: a copy, since the older tree it is compared with
+    # has no way to pass one (its _graph_us makes its own, without room for the wider grid)
     calls = [lambda bt=bt: kern.decode(q, c, bt, sl, workspace=ws, out=out, check=False) for bt in tables]
     st = torch.cuda.Stream(dev)
     st.wait_stream(torch.cuda.current_stream(dev))
