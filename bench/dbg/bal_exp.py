@@ -28,9 +28,9 @@ from cubins import compile_cubins  # noqa: E402
 D = int(os.environ.get("D", "128"))
 HQ, HK = (32, 8) if D == 128 else (9, 3)
 
-CALL = ("      const TqBalBlock pb = tq_bal_block(seq_lens, (int)gridDim.z, window, (int)gridDim.x, (int)gridDim.y, "
-        "bal_cap,\n                                         ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x "
-        "+ blockIdx.x, lane);\n")
+CALL = ("      const TqBalBlock pb = tq_bal_block(seq_lens, (int)gridDim.z, window, (int)gridDim.x, num_splits / STEP,\n"
+        "                                         (int)gridDim.y, bal_cap,\n"
+        "                                         ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x, lane);\n")
 CLASSIC_PB = ("      const TqBalBlock pb{(int)blockIdx.z, (int)blockIdx.y, (int)blockIdx.x, (int)gridDim.x, "
               "(long long)blockIdx.z * gridDim.x};\n")
 READBACK = ("    __syncthreads();\n    if (plan_i[3] < 0) return;  // a block past the dealt ones\n"
