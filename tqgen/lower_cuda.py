@@ -871,10 +871,11 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
                          "use the static layout (dyn_smem=False)")
     lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"] * group  # one stage's rows and runs (a warp's; a head group's: the block's)
     qheads = options.decode_warps if options.head_groups else 1  # query octets in shared memory
-    words = max(options.stages * (options.decode_warps // group) * lw, 8 * qheads * spec.head_dim)
+    pipeline = options.stages * (options.decode_warps // group) * lw
+    words = max(pipeline, 8 * qheads * spec.head_dim)
     kbits, copies = _pair_table(spec, platform, options)
     if options.pair_prmt:
-        return _pair_holes_smem(spec, target, lines, options, kbits, copies, 4 * options.stages * (options.decode_warps // group) * lw)
+        return _pair_holes_smem(spec, target, lines, options, kbits, copies, 4 * lw, 4 * pipeline)
     table = (1 << (2 * kbits)) * copies if copies else 0
     if table and kbits == 3 and not options.pair_add:
         table *= 2  # OR addressing: the table is aligned to its size inside twice its room
@@ -882,10 +883,11 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
 
 
 def _pair_holes_smem(spec: LayoutSpec, target: Target, lines: dict, options: CudaOptions, kbits: int, copies: int,
-                     pipeline_bytes: int) -> int:
+                     row_bytes: int, pipeline_bytes: int) -> int:
     """``pair_prmt``'s shared memory: the 4-bit pair table at a 256-byte entry stride (64 KB), its copies in each
-    entry's first 128 bytes and the line-load pipeline in the other 128 (256 pieces of 128 bytes: a stage's bytes must
-    be whole pieces, so that a stage's offset doubles under the mapping)."""
+    entry's first 128 bytes and the line-load pipeline in the other 128 (256 pieces of 128 bytes: a warp's rows of a
+    stage, ``row_bytes``, must be whole pieces, so that warp and stage offsets double under the mapping; the kernel
+    static_asserts the same)."""
     what = f"pair_prmt: {spec.preset_name or spec} on {target}"
     if kbits != 4 or copies != 32:
         raise ValueError(f"{what}: needs 4-bit Lloyd-Max keys and a pair table of 32 copies (one a lane: the lane's "
@@ -895,10 +897,10 @@ def _pair_holes_smem(spec: LayoutSpec, target: Target, lines: dict, options: Cud
         raise ValueError(f"{what}: the pipeline in the table's holes is built for AoS line loads of one head a warp "
                          f"(precomputed shared addresses); got layout {spec.layout} "
                          f"head_groups={options.head_groups}. Use pair_prmt=False")
-    stage_bytes = pipeline_bytes // options.stages
-    if pipeline_bytes > 256 * 128 or stage_bytes % 128:
-        raise ValueError(f"{what}: the pipeline ({options.stages} stages of {stage_bytes} bytes) must fit the "
-                         f"table's 256 holes of 128 bytes in whole pieces. Use fewer stages or pair_prmt=False")
+    if pipeline_bytes > 256 * 128 or row_bytes % 128:
+        raise ValueError(f"{what}: the pipeline ({options.stages} stages of {options.decode_warps} warps' rows of "
+                         f"{row_bytes} bytes) must fit the table's 256 holes of 128 bytes in whole pieces. Use fewer "
+                         "stages or pair_prmt=False")
     return 256 * 256
 
 
@@ -995,7 +997,6 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # the lane's offset OR'ed and the table's address added in the load
         pair_or=kbits == 3 and pair_copies > 0 and not options.pair_add,
         pair_add=kbits == 3 and pair_copies > 0 and options.pair_add,
-        pair_holes=options.pair_prmt,  # validated by decode_dynamic_smem
         # sm89+: cvt.rn.satfinite.e4m3x2.f32 is the e4m3fn encoder (saturate to ±448, nearest even),
         # cvt.rn.f16x2.e4m3x2 the decode's exact e4m3fn -> fp16 pair conversion
         fp8_hw=(platform.name == "cuda" and kind == "generic" and spec.key_codec is KeyCodec.FP8_E4M3FN
