@@ -280,7 +280,7 @@ def test_decode_ignores_unwritten_slots(variant):
 def test_balanced_decode_deals_splits_by_length(variant):
     """A balanced decode (cuda_launch.balanced_blocks: the grid's blocks dealt to the sequences by their tiles) on
     batches of mixed lengths (empty, one-token, mid-tile and long sequences), equal lengths (the classic grid taken
-    as is) and one sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
+    as is: by every warp for a batch of at most 256, by warp 0's plan for 260) and one sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
     ones exit); a sliding window with sinks; several split counts: the reference decode within
     tqgen.testing.DECODE_TOL, as the classic decode of the same call. The plan the kernel wrote (each non-empty
     sequence's splits and first partial row) is the deal cuda_launch.balanced_blocks re-enacts, at the cap
@@ -295,7 +295,8 @@ def test_balanced_decode_deals_splits_by_length(variant):
     many = [int(x) * (i % 5 != 0) for i, x in enumerate(torch.randint(1, 3000, (64,), generator=torch.Generator().manual_seed(4)))]
     cases = [([9000, 0, 17, 1, 700, 2500, 16, 33, 4096, 5], 4, (None, step, 3 * step)),
              ([3000] * 4, 4, (None, 2 * step)), ([5000], 4, (step, 4 * step)), (many, 8, (2 * step,)),
-             ([20000] + [10] * 40, 4, (16 * step,))]  # more blocks than one wave's cap: the ones past it exit
+             ([20000] + [10] * 40, 4, (16 * step,)),  # more blocks than one wave's cap: the ones past it exit
+             ([40] * 260, 4, (2 * step,))]  # equal lengths past one round of tq_bal_equal_round: warp 0's plan
     for lens, g, split_counts in cases:
         case = Case(spec, lens, hk, g, seed=21).build(dev)
         cache = ref.allocate(spec, case["num_blocks"], hk, dev)
