@@ -280,7 +280,8 @@ def test_decode_ignores_unwritten_slots(variant):
 def test_balanced_decode_deals_splits_by_length(variant):
     """A balanced decode (cuda_launch.balanced_blocks: the grid's blocks dealt to the sequences by their tiles) on
     batches of mixed lengths (empty, one-token, mid-tile and long sequences), equal lengths (the classic grid taken
-    as is: by every warp for a batch of at most 256, by warp 0's plan for 260) and one sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
+    as is; its merge takes the classic rows without reading the plan up to 256 sequences, reads it for 260) and one
+    sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
     ones exit); a sliding window with sinks; several split counts: the reference decode within
     tqgen.testing.DECODE_TOL, as the classic decode of the same call. The plan the kernel wrote (each non-empty
     sequence's splits and first partial row) is the deal cuda_launch.balanced_blocks re-enacts, at the cap
@@ -323,6 +324,15 @@ def test_balanced_decode_deals_splits_by_length(variant):
                             if n:  # an empty sequence has no blocks and writes no plan
                                 assert (nsplit, row) == (x * step, q.shape[1] * step * rows), (label, lens, deal, plan)
                             rows += x
+                        if len(set(lens)) == 1 and len(lens) <= 256:
+                            # equal lengths: the merge takes the classic rows without reading the plan (a plan of
+                            # -1s merges to the same bytes); past 256 sequences it reads the plan
+                            again, junk = torch.empty_like(out), torch.full_like(ws["plan"], -1)
+                            kind = merge_kind(len(lens) * q.shape[1], width * step)
+                            sk = sinks.float().contiguous() if sinks is not None else None
+                            kern.merge(ws, sk, again, q.shape[1], ns, torch.cuda.current_stream().cuda_stream, kind,
+                                       plan=junk, seq_lens=sl, window=window or 0)
+                            assert torch.equal(again, out), label
                     assert torch.isfinite(out).all(), label
                     err = rel_err(out, exp)
                     assert err <= DECODE_TOL[q.dtype], f"{label}: decode rel err {err:.2e}"

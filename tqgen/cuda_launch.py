@@ -496,8 +496,10 @@ class CudaKernels:
             ctypes.c_float(scale * LOG2E), ctypes.c_int(window), self._layout(hk), ctypes.c_int(cap), _ptr(plan)],
             stream, smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
-        self.merge(ws, sk, out, hq, grid[0] * step if balanced else splits, stream, plan=plan, seq_lens=sl,
-                   window=window)
+        # a balanced merge: rows of up to the grid's splits (merge_kind), num_splits the equal-length count (the plan
+        # on equal lengths, which the merge takes without reading it)
+        self.merge(ws, sk, out, hq, splits, stream, kind=merge_kind(b * hq, grid[0] * step) if balanced else None,
+                   plan=plan, seq_lens=sl, window=window)
         return out
 
     def merge(self, ws: dict, sinks: torch.Tensor | None, out: torch.Tensor, hq: int, splits: int, stream: int,
@@ -505,7 +507,8 @@ class CudaKernels:
               window: int = 0) -> None:
         """Stage 2: the splits' log-sum-exp merge into ``out`` [B, Hq, D] (``kind``: ``merge_kind``'s choice);
         ``plan`` (a balanced decode's: where each sequence's partial results are) with ``seq_lens`` (int32) and
-        ``window`` (a sequence without tiles has none)."""
+        ``window`` (a sequence without tiles has none); with a plan, ``splits`` is the decode's equal-length count
+        (the rows on equal lengths: the plan's there) and ``kind`` should be chosen for the grid's widest."""
         rows, d = out.shape[0] * hq, out.shape[2]
         args = [_ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sinks), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)]
         bal = [_ptr(plan), _ptr(seq_lens if plan is not None else None), ctypes.c_int(window)]
