@@ -63,7 +63,6 @@ for item in sys.argv[1].split(","):
     c, bt, _ = paged(kern.spec, B, L, HK, dev, kern)
     q = torch.randn(B, HQ, D, device=dev, dtype=torch.bfloat16)
     out = torch.empty_like(q)
-    stream = torch.cuda.current_stream(dev).cuda_stream
     for mix, lens in (("one-long", [L] + [L // 32] * (B - 1)), ("equal", [L] * B)):
         sl = torch.tensor(lens, dtype=torch.int32, device=dev)
         splits = kern.num_splits_for(B, HK, L, dev)
@@ -73,8 +72,8 @@ for item in sys.argv[1].split(","):
         dec = graph_us(lambda: kern.decode(q, c, bt, sl, num_splits=splits, workspace=ws, out=out, check=False))
         most = int(ws["plan"][:B, 1].max()) if mix != "equal" else splits
         taken = cl.merge_kind(B * HQ, width * step)
-        m = {k: graph_us(lambda k=k: kern.merge(ws, None, out, HQ, splits, stream, k, plan=ws["plan"], seq_lens=sl,
-                                                 window=0))
+        m = {k: graph_us(lambda k=k: kern.merge(ws, None, out, HQ, splits, torch.cuda.current_stream(dev).cuda_stream,
+                                                 k, plan=ws["plan"], seq_lens=sl, window=0))
              for k in ("rows", "groups")}
         print(f"| {item} | {mix} | {splits} | {width * step} | {most} | {dec:.1f} | {m['rows']:.1f} | "
               f"{m['groups']:.1f} | {taken} |", flush=True)
