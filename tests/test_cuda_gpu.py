@@ -280,8 +280,8 @@ def test_decode_ignores_unwritten_slots(variant):
 def test_balanced_decode_deals_splits_by_length(variant):
     """A balanced decode (cuda_launch.balanced_blocks: the grid's blocks dealt to the sequences by their tiles) on
     batches of mixed lengths (empty, one-token, mid-tile and long sequences), equal lengths (the classic grid taken
-    as is; its merge takes the classic rows without reading the plan up to 256 sequences, reads it for 260) and one
-    sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
+    as is; the warp-a-row merge takes the classic rows without reading the plan up to 256 sequences, reads it for
+    260) and one sequence; 64 sequences for the warp-per-row merge; a grid past one wave (the blocks past the dealt
     ones exit); a sliding window with sinks; several split counts: the reference decode within
     tqgen.testing.DECODE_TOL, as the classic decode of the same call. The plan the kernel wrote (each non-empty
     sequence's splits and first partial row) is the deal cuda_launch.balanced_blocks re-enacts, at the cap
@@ -297,6 +297,7 @@ def test_balanced_decode_deals_splits_by_length(variant):
     cases = [([9000, 0, 17, 1, 700, 2500, 16, 33, 4096, 5], 4, (None, step, 3 * step)),
              ([3000] * 4, 4, (None, 2 * step)), ([5000], 4, (step, 4 * step)), (many, 8, (2 * step,)),
              ([20000] + [10] * 40, 4, (16 * step,)),  # more blocks than one wave's cap: the ones past it exit
+             ([200] * 64, 8, (2 * step,)),  # equal lengths, the warp-a-row merge: the plan not read
              ([40] * 260, 4, (2 * step,))]  # equal lengths past one round of tq_bal_equal_round: warp 0's plan
     for lens, g, split_counts in cases:
         case = Case(spec, lens, hk, g, seed=21).build(dev)
@@ -324,11 +325,12 @@ def test_balanced_decode_deals_splits_by_length(variant):
                             if n:  # an empty sequence has no blocks and writes no plan
                                 assert (nsplit, row) == (x * step, q.shape[1] * step * rows), (label, lens, deal, plan)
                             rows += x
-                        if len(set(lens)) == 1 and len(lens) <= 256:
-                            # equal lengths: the merge takes the classic rows without reading the plan (a plan of
-                            # -1s merges to the same bytes); past 256 sequences it reads the plan
+                        kind = merge_kind(len(lens) * q.shape[1], width * step)
+                        if len(set(lens)) == 1 and len(lens) <= 256 and kind == "rows":
+                            # equal lengths: the warp-a-row merge takes the classic rows without reading the plan (a
+                            # plan of -1s merges to the same bytes); past 256 sequences, and the block-a-row merge,
+                            # read the plan
                             again, junk = torch.empty_like(out), torch.full_like(ws["plan"], -1)
-                            kind = merge_kind(len(lens) * q.shape[1], width * step)
                             sk = sinks.float().contiguous() if sinks is not None else None
                             kern.merge(ws, sk, again, q.shape[1], ns, torch.cuda.current_stream().cuda_stream, kind,
                                        plan=junk, seq_lens=sl, window=window or 0)
