@@ -11,7 +11,7 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, SpecError, Target
 from tqgen.layout import derive_layout, field_alignment
-from tqgen.lower_cuda import (CudaOptions, _access_width, cuda_options, cuda_reasons,
+from tqgen.lower_cuda import (KERNEL_NAMES, CudaOptions, _access_width, cuda_options, cuda_reasons,
                               layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
@@ -682,3 +682,57 @@ def test_decode_grid_covers_every_split_head_and_octet_once(head_groups, warps):
                             seen.append((z, split, head, octet))
         want = [(z, s_, h, q) for z in range(b) for s_ in range(splits) for h in range(hk) for q in range(qh)]
         assert sorted(seen) == want, (splits, hk, g, b)
+
+
+def test_balanced_decode_launch_passes_the_merge_its_equal_length_count(monkeypatch):
+    """The C++ decode's host side, on the CPU with a driver that records launches instead of running them: a balanced
+    decode launches the `_bal` kernel on its grid width and the merge with num_splits = the equal-length count (on
+    equal lengths the warp-a-row merge takes the rows bh · num_splits without reading the plan: passing the grid's
+    wider count, as before session 26, would read the wrong rows) and its kind chosen for the grid's widest rows;
+    the classic decode passes its count for both. GPU: tests/test_cuda_gpu.py checks the results."""
+    import ctypes
+    from types import SimpleNamespace
+
+    import torch
+
+    from tqgen import reference as ref
+    from tqgen.cuda_launch import CudaKernels, decode_grid, merge_kind
+
+    class Recorder:
+        def __init__(self):
+            self.launches = []
+
+        def launch(self, fn, grid, block, args, stream, smem=0, after_trigger=False):
+            self.launches.append(SimpleNamespace(fn=fn, grid=grid, args=args))
+
+    spec = preset_spec_for_target("4bit_nc", Target.SM90, layout="soa")
+    v = make_variant(spec, Target.SM90)
+    names = [n for pair in KERNEL_NAMES.values() for n in pair]
+    kern = CudaKernels(v, Recorder(), {n: n for n in names})
+    monkeypatch.setattr(CudaKernels, "_stream", staticmethod(lambda device: 0))
+    monkeypatch.setattr("tqgen.cuda_launch.sm_count", lambda device: 132)  # the H200's (the CPU counts 1)
+    step = v.options.split_step()
+    b, hk, g, L = 64, 2, 8, 1024
+    hq = hk * g
+    cache = ref.allocate(spec, b * L // spec.block_size, hk, torch.device("cpu"))
+    bt = torch.arange(b * L // spec.block_size, dtype=torch.int32).view(b, -1)
+    sl = torch.full((b,), L, dtype=torch.int32)
+    q = torch.zeros(b, hq, spec.head_dim, dtype=torch.bfloat16)
+    splits = step  # one block a unit: a wide workspace's balanced grid is wider (balanced_width)
+    for balanced, wide in ((True, False), (True, True), (False, False)):
+        kern.driver.launches.clear()
+        ws = kern.workspace(b, hq, splits, torch.device("cpu"), **({"num_kv_heads": hk} if wide else {}))
+        kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, balanced=balanced)
+        dec, merge = kern.driver.launches
+        grid = decode_grid(v.options, splits, hk, g, b)
+        width = ws["acc"].shape[2] // step if balanced else grid[0]
+        assert dec.fn == KERNEL_NAMES["decode_split_bal" if balanced else "decode_split"][0]
+        assert dec.grid == (width,) + grid[1:], (balanced, wide, dec.grid)
+        kind = merge_kind(b * hq, width * step)
+        assert merge.fn == KERNEL_NAMES["decode_merge_rows" if kind == "rows" else "decode_merge"][0]
+        ints = [a.value for a in merge.args if isinstance(a, ctypes.c_int)]
+        assert ints[:2] == [hq, splits], (balanced, wide, ints)  # hq, num_splits: the equal-length count
+        plan_ptr = merge.args[-3]
+        assert (plan_ptr.value == ws["plan"].data_ptr()) if balanced else not plan_ptr.value
+        # the wide workspace's grid is wider than the count (the case where the two counts differ)
+        assert width > splits // step if wide else width == splits // step, (balanced, wide, width)
