@@ -695,8 +695,15 @@ def line_conflicts(kd: int, vd: int, ncp: int, sa: int, sb: int, vo: int | None 
     summed over the records' ``shifts`` (AoS). A w-byte access serves 128 / w lanes per wavefront;
     within one, a bank holding several distinct words costs one more wavefront each (the same word
     is a broadcast)."""
+    return read_wavefronts([x for o in shifts for x in line_reads(kd, vd, vo, o, reads)], ncp, sa, sb)
+
+
+def read_wavefronts(instrs, ncp: int, sa: int, sb: int) -> int:
+    """``line_conflicts``' count for any shared reads of a staged tile: ``instrs`` as ``line_reads`` gives them
+    (per instruction its access width and each lane's (token, row byte)) in rows of ``ncp`` chunks swizzled by
+    (sa, sb)."""
     total = 0
-    for w, lanes in (x for o in shifts for x in line_reads(kd, vd, vo, o, reads)):
+    for w, lanes in instrs:
         per = 128 // w
         for p0 in range(0, 32, per):
             banks: dict[int, set[int]] = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tqgen import LayoutSpec  # noqa: E402
 from tqgen.layout import derive_layout  # noqa: E402
-from tqgen.lower_cuda import _aos_shifts, _pow2_at_least, line_reads  # noqa: E402
+from tqgen.lower_cuda import _aos_shifts, _pow2_at_least, line_reads, read_wavefronts  # noqa: E402
 
 
 def interleaved_reads(kd: int, vd: int, vo: int, o: int, always2: bool = False) -> list[tuple[int, list[tuple[int, int]]]]:
@@ -39,26 +39,11 @@ def interleaved_reads(kd: int, vd: int, vo: int, o: int, always2: bool = False) 
     return out
 
 
-def wavefronts(instrs, ncp: int, sa: int, sb: int) -> int:
-    total = 0
-    for w, lanes in instrs:
-        per = 128 // w
-        for p0 in range(0, 32, per):
-            banks: dict[int, set[int]] = {}
-            for t, b in lanes[p0:p0 + per]:
-                swz = (sa * ((t >> 1) & 3)) ^ (sb * (t & 1))
-                addr = t * ncp * 16 + (((b >> 4) ^ swz) << 4) + (b & 15)
-                for word in range(addr // 4, (addr + w) // 4):
-                    banks.setdefault(word % 32, set()).add(word)
-            total += max(len(v) for v in banks.values())
-    return total
-
-
 def best(reads_of, shifts, nc):
     cands = [(n, 0, 0) for n in (nc, nc + 1)]
     p2 = _pow2_at_least(nc)
     cands += [(p2, sa, sb) for sa in range(p2) for sb in range(p2) if sa * 3 < p2 and (sa or sb)]
-    return min((sum(wavefronts(reads_of(o), n, sa, sb) for o in shifts), n, sa, sb) for n, sa, sb in cands)
+    return min((sum(read_wavefronts(reads_of(o), n, sa, sb) for o in shifts), n, sa, sb) for n, sa, sb in cands)
 
 
 def main(items):
