@@ -735,11 +735,17 @@ def line_swizzle_aos(kd: int, vd: int, vo: int, nc: int, shifts: tuple[int, ...]
     and the swizzle stays inside each aligned octet of chunks (swz(t) < 8). ``reads``: the reads the kernel
     issues (``_reads_for``'s form; default ``_reads_for(kd, vd, vo, shifts)``)."""
     reads = reads or _reads_for(kd, vd, vo, shifts)
+    return min((line_conflicts(kd, vd, n, sa, sb, vo, shifts, reads), n, sa, sb)
+               for n, sa, sb in aos_swizzle_candidates(nc, octets))
+
+
+def aos_swizzle_candidates(nc: int, octets: bool = False) -> list[tuple[int, int, int]]:
+    """``line_swizzle_aos``' candidate rows (ncp, sa, sb): ``nc`` or ``nc + 1`` chunks unswizzled, or a power of two
+    of chunks (``octets``: ``nc`` rounded up to a multiple of 8, the swizzle inside each octet) with a swizzle."""
     cands = [(n, 0, 0) for n in (nc, nc + 1)]
     p2 = -(-nc // 8) * 8 if octets else _pow2_at_least(nc)
     lim = min(p2, 8) if octets else p2
-    cands += [(p2, sa, sb) for sa in range(lim) for sb in range(lim) if sa * 3 < lim and (sa or sb)]
-    return min((line_conflicts(kd, vd, n, sa, sb, vo, shifts, reads), n, sa, sb) for n, sa, sb in cands)
+    return cands + [(p2, sa, sb) for sa in range(lim) for sb in range(lim) if sa * 3 < lim and (sa or sb)]
 
 
 def _aos_line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tqgen.bench import mixed_lengths  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.cuda_launch import balanced_blocks, balanced_cap, balanced_width, span_tiles  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
@@ -39,7 +40,7 @@ def main(mixed_path: str, targets_path: str) -> None:
             continue
         w, slots, e = o.decode_warps, SMS * o.decode_min_blocks, eq[(p, lay)]
         t = e["time_us"] / (32 * UNITS * (e["splits"] // w) / slots * (span_tiles(e["L"]) / e["splits"]))
-        lens = ([big] + [big // 32] * (b - 1)) if r["mix"] == "one-long" else [big * (i + 1) // b for i in range(b)]
+        lens = mixed_lengths(r["mix"], b, big)
         xb = balanced_blocks(lens, 0, balanced_width(o, SMS, UNITS, b, r["splits"] // w), balanced_cap(o, SMS, UNITS))
         tiles = [span_tiles(n) for n in lens]
         per_warp = max(math.ceil(n / (x * w)) for n, x in zip(tiles, xb))

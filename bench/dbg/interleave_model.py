@@ -17,8 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tqgen import LayoutSpec  # noqa: E402
+from tqgen.ir import Target  # noqa: E402
 from tqgen.layout import derive_layout  # noqa: E402
-from tqgen.lower_cuda import _aos_shifts, _pow2_at_least, line_reads, read_wavefronts  # noqa: E402
+from tqgen.lower_cuda import (_aos_line_loads, _aos_shifts, aos_swizzle_candidates, line_reads,  # noqa: E402
+                              platform_for, read_wavefronts)
 
 
 def interleaved_reads(kd: int, vd: int, vo: int, o: int, always2: bool = False) -> list[tuple[int, list[tuple[int, int]]]]:
@@ -40,10 +42,8 @@ def interleaved_reads(kd: int, vd: int, vo: int, o: int, always2: bool = False) 
 
 
 def best(reads_of, shifts, nc):
-    cands = [(n, 0, 0) for n in (nc, nc + 1)]
-    p2 = _pow2_at_least(nc)
-    cands += [(p2, sa, sb) for sa in range(p2) for sb in range(p2) if sa * 3 < p2 and (sa or sb)]
-    return min((sum(read_wavefronts(reads_of(o), n, sa, sb) for o in shifts), n, sa, sb) for n, sa, sb in cands)
+    return min((sum(read_wavefronts(reads_of(o), n, sa, sb) for o in shifts), n, sa, sb)
+               for n, sa, sb in aos_swizzle_candidates(nc))
 
 
 def main(items):
@@ -54,13 +54,9 @@ def main(items):
         preset, d = item.split(":")
         spec = LayoutSpec.from_preset(preset, layout="aos", head_dim=int(d))
         bl = derive_layout(spec)
-        page = bl.page(16)
-        vo = page["v_data"].offset - page["k_data"].offset
-        shifts = _aos_shifts(spec)
-        nc = (max(shifts) + bl.slot_bytes + 15) // 16
-        kq, vq = bl.kd // 4, bl.vd // 8
-        rk, rv = (kq + 3) // 4 + 1, (vq + 3) // 4 + 1  # the kernel's funnel-shifted words (2-byte shifts)
-        today = lambda o: line_reads(bl.kd, bl.vd, vo, o, (rk, 0, rv, 0))  # noqa: E731
+        lines = _aos_line_loads(spec, platform_for(Target.SM90))  # the kernel's plan: chunks, V offset, reads
+        vo, nc, shifts = lines["vo"], lines["nc"], _aos_shifts(spec)
+        today = lambda o: line_reads(bl.kd, bl.vd, vo, o, (lines["rk"], 0, lines["rv"], 0))  # noqa: E731
         w0, n0, a0, b0 = best(today, shifts, nc)
         w1, n1, a1, b1 = best(lambda o: interleaved_reads(bl.kd, bl.vd, vo, o), shifts, nc)
         lds0 = sum(len(today(o)) for o in shifts) / len(shifts)
