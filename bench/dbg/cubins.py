@@ -8,8 +8,8 @@ from pathlib import Path
 from tqgen.compile_cpp import compile_cuda
 
 
-def compile_cubins(jobs, dest, workers: int = 4) -> None:
-    """jobs: (item, tag, source text); dest(item, tag) -> the cubin's path."""
+def compile_cubins(jobs, dest, workers: int = 4, kernel: str = "tq_decode_split_bal_bf16") -> None:
+    """jobs: (item, tag, source text); dest(item, tag) -> the cubin's path; ``kernel``: whose registers are printed."""
     def one(job):
         item, tag, text = job
         with tempfile.TemporaryDirectory() as td:
@@ -19,7 +19,7 @@ def compile_cubins(jobs, dest, workers: int = 4) -> None:
             if not r.ok:
                 return f"{item} {tag}: FAILED\n{r.log[-2000:]}"
             Path(r.output).replace(dest(item, tag))
-            k = r.kernels.get("tq_decode_split_bal_bf16", {})
+            k = r.kernels.get(kernel, {})
             return f"{item} {tag}: regs {k.get('registers')} spills {k.get('spill_stores')} smem {k.get('smem')}"
     with ThreadPoolExecutor(workers) as ex:
         for line in ex.map(one, jobs):

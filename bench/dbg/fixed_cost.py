@@ -7,7 +7,7 @@
   early     the sequence's length, its tile range and the first block-table window loaded before the prologue
             (those two dependent global loads overlapping the query's: no gain, session 28)
   new       the working tree's rendering (base: cubins compiled from another tree into the same DIR)
-  merge, merge2   (time mode only: cubins of those names copied into DIR) later trees' renderings
+  merge, merge2, fill, rows   (time mode only: cubins of those names copied into DIR) later trees' renderings
   noq / norot / nopair / noall   timing only (wrong values): the whole kernel without the query's global load, its
             rotation, the pair table's fill, or all three; pro-min: "prologue" without all three
 ROUNDS=n: each patch timed n times, in turn, the order reversed every other round (best of the n).
@@ -94,26 +94,10 @@ def cubin(dirpath: Path, item: str, name: str) -> Path:
 
 
 def compile_all(dirpath: Path, items):
-    import tempfile
-    from concurrent.futures import ThreadPoolExecutor
-    from tqgen.compile_cpp import compile_cuda
+    from cubins import compile_cubins  # (bench/dbg: on sys.path as this script's folder)
     dirpath.mkdir(parents=True, exist_ok=True)
     jobs = [(item, n, patched(render_cuda(make_variant(spec_of(item), Target.SM90)), n)) for item in items for n in PATCHES]
-
-    def one(job):
-        item, tag, text = job
-        with tempfile.TemporaryDirectory() as td:
-            p = Path(td) / "kernel.cu"
-            p.write_text(text)
-            r = compile_cuda(p, "sm_90", Path(td))
-            if not r.ok:
-                return f"{item} {tag}: FAILED\n{r.log[-3000:]}"
-            Path(r.output).replace(cubin(dirpath, item, tag))
-            k = r.kernels.get("tq_decode_split_bf16", {})
-            return f"{item} {tag}: regs {k.get('registers')} spills {k.get('spill_stores')}"
-    with ThreadPoolExecutor(8) as ex:
-        for line in ex.map(one, jobs):
-            print(line, flush=True)
+    compile_cubins(jobs, lambda item, tag: cubin(dirpath, item, tag), 8, kernel="tq_decode_split_bf16")
 
 
 def main():
@@ -173,7 +157,7 @@ def main():
                 ms.append(ev[0].elapsed_time(ev[1]) * 1e3 / 20)
             outs = {}
             for n in PATCHES:
-                if n in ("base", "early", "new", "merge", "merge2"):
+                if n != "base" and n in ("early", "new", "merge", "merge2", "fill", "rows") or n == "base":
                     o = torch.empty_like(q)
                     ks[n].decode(q, c, tables[0], sl, num_splits=splits, workspace=ks[n].workspace(b, HQ, splits, dev),
                                  out=o, check=False, balanced=False)
