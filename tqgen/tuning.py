@@ -46,6 +46,11 @@ RADIUS = 1.0
 KEEP_HEURISTIC_WITHIN = 0.02
 #: the most splits per (sequence, KV head) a decode may use (``split_cap``)
 MAX_SPLITS = 512
+#: the fewest tiles a split the tuner times and a table may answer (``split_cap``'s ``min_tiles``): 2, where the
+#: heuristic keeps 4. H200, the session-28 kernels (bench/results/h200-2026-12-04-fixed-cost-parts.md, run 8): at
+#: B=1 a split of 2 tiles is the fastest below 4K tokens (L=1K: 32 splits 8.3-9.4 us vs 16's 9.1-10.9; L=2K: 64
+#: vs 16, 9.3-10.3 vs 11.2-13.2), while at 4K-8K 64 splits (4+ tiles) stay best: measured, not assumed
+TUNED_MIN_TILES = 2
 #: split counts the tuner times (multiples of the block's warps among these, up to the cap)
 CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64,
               80, 96, 128, 160, 192, 256, 320, 384, 512)
@@ -93,10 +98,11 @@ def tiles_of(max_seq_len: int) -> int:
     return max(1, math.ceil(max_seq_len / 16))
 
 
-def split_cap(max_seq_len: int, warps: int) -> int:
-    """The most splits a request may use (``decode_splits`` and the table both keep to it): at most
-    ``MAX_SPLITS``, at most a quarter of the tiles, a multiple of the block's warps, at least one block."""
-    return max(warps, min(MAX_SPLITS, tiles_of(max_seq_len) // 4) // warps * warps)
+def split_cap(max_seq_len: int, warps: int, min_tiles: int = 4) -> int:
+    """The most splits a request may use: at most ``MAX_SPLITS``, at least ``min_tiles`` tiles a split (4: the
+    heuristic, ``decode_splits``; ``TUNED_MIN_TILES``: what the tuner times and the table may answer), a multiple
+    of the block's warps, at least one block."""
+    return max(warps, min(MAX_SPLITS, tiles_of(max_seq_len) // min_tiles) // warps * warps)
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ class VariantTable:
         if not near:
             return None
         p = min(near, key=lambda x: x[:3])[3]
-        return max(warps, min(p.splits, split_cap(max_seq_len, warps)) // warps * warps)
+        return max(warps, min(p.splits, split_cap(max_seq_len, warps, TUNED_MIN_TILES)) // warps * warps)
 
     def to_json(self) -> dict:
         return {"options": self.options, "shape": self.shape,
@@ -295,7 +301,7 @@ def tune_variant(kern, hq: int, hk: int, batches, seq_lens, dev, say: Callable[[
             q = torch.randn(b, hq, d, device=dev, dtype=torch.bfloat16)
             sl = torch.full((b,), L, dtype=torch.int32, device=dev)
             heur = kern.heuristic_splits(b, hk, L, dev)
-            cap = split_cap(L, w)
+            cap = split_cap(L, w, TUNED_MIN_TILES)
             cands = sorted({s for s in CANDIDATES if s % w == 0 and s <= cap} | {heur})
             times = {s: _graph_us(kern, q, cache, tables, sl, s, dev) for s in cands}
             best = min(times, key=lambda s: (times[s], s))
@@ -312,9 +318,17 @@ def tune_variant(kern, hq: int, hk: int, batches, seq_lens, dev, say: Callable[[
 
 
 def write_table(path: Path, device_name: str, tables: dict[str, VariantTable], command_line: str) -> None:
-    """Merge ``tables`` into the table at ``path`` (other variants' entries are kept)."""
+    """Merge ``tables`` into the table at ``path``: other variants' entries are kept, and so are a variant's grid
+    points that were not timed again when its launch options are unchanged (``tqgen tune --batch 1 --seq-len 2048``
+    adds or refreshes those points only); an entry timed with other options is replaced whole."""
     old = _parse(path, path.read_text())[1] if path.is_file() else {}
-    old.update(tables)
+    for key, new in tables.items():
+        prev = old.get(key)
+        if prev is not None and options_match(prev.options, new.options) and prev.shape == new.shape:
+            timed = {(p.units, p.tiles) for p in new.points}
+            kept = tuple(p for p in prev.points if (p.units, p.tiles) not in timed)
+            new = dataclasses.replace(new, points=tuple(sorted(kept + new.points, key=lambda p: (p.tiles, p.units))))
+        old[key] = new
     doc = {"schema": SCHEMA, "device": device_name, "command": command_line,
            "note": "points: [units = batch x KV heads, tiles = ceil(max_seq_len / 16), best splits, us, "
                    "heuristic splits, us] (CUDA-graph replay, bf16 queries); tqgen/tuning.py",
