@@ -100,10 +100,13 @@ def test_a_partial_tune_merges_its_points_into_the_entry(tmp_path):
     assert [(p.units, p.tiles, p.splits) for p in t.points] == [(8, 64, 32), (8, 128, 64), (8, 256, 64),
                                                                   (256, 2048, 8)]
     assert t.splits_for(8, 2048, 2) == 64  # the new 2K point, not the 1K one's count
+    assert json.loads(path.read_text())["command"] == "test"  # the same command once
     stale = dict(v.options.to_dict(), decode_min_blocks=v.options.decode_min_blocks + 1)
     _write(tmp_path, "Test GPU", v, [(8, 128, 32)], options=stale)
     t = tuning._parse(path, path.read_text())[1][tuning.variant_key(v)]
     assert [(p.units, p.tiles, p.splits) for p in t.points] == [(8, 128, 32)]
+    tuning.write_table(path, "Test GPU", {}, "tqgen tune --batch 1")  # a later command is recorded after the first
+    assert json.loads(path.read_text())["command"] == "test; then tqgen tune --batch 1"
 
 
 def test_the_heuristic_keeps_four_tiles_a_split():

@@ -329,6 +329,10 @@ def write_table(path: Path, device_name: str, tables: dict[str, VariantTable], c
             kept = tuple(p for p in prev.points if (p.units, p.tiles) not in timed)
             new = dataclasses.replace(new, points=tuple(sorted(kept + new.points, key=lambda p: (p.tiles, p.units))))
         old[key] = new
+    if path.is_file():  # the commands that timed the points kept: "<first>; then <later>"
+        prev_cmd = json.loads(path.read_text()).get("command") or ""
+        if prev_cmd and prev_cmd != command_line and not prev_cmd.endswith("; then " + command_line):
+            command_line = f"{prev_cmd}; then {command_line}"
     doc = {"schema": SCHEMA, "device": device_name, "command": command_line,
            "note": "points: [units = batch x KV heads, tiles = ceil(max_seq_len / 16), best splits, us, "
                    "heuristic splits, us] (CUDA-graph replay, bf16 queries); tqgen/tuning.py",
