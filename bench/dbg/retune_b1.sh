@@ -8,6 +8,6 @@
 set -u
 export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
 mkdir -p /tmp/pp && ln -sfn $PWD/runtime /tmp/pp/tqgen_runtime
-python -m tqgen tune --batch 1 --seq-len 1024 --seq-len 2048 --out tqgen/tuned 2>&1 | grep -v "^  B=" | tail -40
+python -m tqgen tune --batch 1 --seq-len 1024 --seq-len 2048 --out tqgen/tuned 2>&1 | tail -80
 cp tqgen/tuned/nvidia-h200.json "$OUT/"
 python bench/dbg/b1_splits.py 4bit_nc:soa,4bit_nc:aos,k8v4:soa,k3v4_nc:aos 1x1024,1x2048,1x3072,1x4096 2>&1 | tee "$OUT/b1-splits-retuned.md"
