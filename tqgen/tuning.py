@@ -321,7 +321,8 @@ def write_table(path: Path, device_name: str, tables: dict[str, VariantTable], c
     """Merge ``tables`` into the table at ``path``: other variants' entries are kept, and so are a variant's grid
     points that were not timed again when its launch options are unchanged (``tqgen tune --batch 1 --seq-len 2048``
     adds or refreshes those points only); an entry timed with other options is replaced whole."""
-    old = _parse(path, path.read_text())[1] if path.is_file() else {}
+    text = path.read_text() if path.is_file() else None
+    old = _parse(path, text)[1] if text is not None else {}
     for key, new in tables.items():
         prev = old.get(key)
         if prev is not None and options_match(prev.options, new.options) and prev.shape == new.shape:
@@ -329,8 +330,8 @@ def write_table(path: Path, device_name: str, tables: dict[str, VariantTable], c
             kept = tuple(p for p in prev.points if (p.units, p.tiles) not in timed)
             new = dataclasses.replace(new, points=tuple(sorted(kept + new.points, key=lambda p: (p.tiles, p.units))))
         old[key] = new
-    if path.is_file():  # the commands that timed the points kept: "<first>; then <later>"
-        prev_cmd = json.loads(path.read_text()).get("command") or ""
+    if text is not None:  # the commands that timed the points kept: "<first>; then <later>"
+        prev_cmd = json.loads(text).get("command") or ""
         if prev_cmd and prev_cmd != command_line and not prev_cmd.endswith("; then " + command_line):
             command_line = f"{prev_cmd}; then {command_line}"
     doc = {"schema": SCHEMA, "device": device_name, "command": command_line,

@@ -13,17 +13,15 @@ classic grid). Patches (cumulative where named so):
     python bench/dbg/bal_exp.py time DIR PRESET:LAYOUT,... [BxL,...]
     python bench/dbg/bal_exp.py ncu DIR PRESET:LAYOUT BxL PATCH    # one classic and one patched launch (under ncu)
 D=64 in the environment: head_dim 64, Hq 9, Hk 3.   (debug)"""
-import dataclasses
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import make_variant, render_cuda  # noqa: E402
-from cubins import compile_cubins  # noqa: E402
+from cubins import compile_cubins, cubin_path, item_spec  # noqa: E402
 
 D = int(os.environ.get("D", "128"))
 HQ, HK = (32, 8) if D == 128 else (9, 3)
@@ -67,12 +65,11 @@ PATCHES = tuple(os.environ.get("PATCHES", "bal,vals,noplan,nobar,nobar+ep,nowrit
 
 
 def spec_of(item):
-    preset, layout = item.split(":")
-    return dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=layout), head_dim=D)
+    return item_spec(item, D)
 
 
-def cubin(dirpath: Path, item: str, name: str) -> Path:
-    return dirpath / f"{item.replace(':', '-')}-d{D}-{name.replace('+', '_')}.cubin"
+def cubin(dirpath: Path, item: str, tag: str) -> Path:
+    return cubin_path(dirpath, item, D, tag)
 
 
 def compile_all(dirpath: Path, items):

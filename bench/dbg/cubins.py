@@ -8,6 +8,21 @@ from pathlib import Path
 from tqgen.compile_cpp import compile_cuda
 
 
+def item_spec(item: str, head_dim: int):
+    """``PRESET:LAYOUT`` -> the sm_90 preset spec at ``head_dim`` (the debug scripts' variant names)."""
+    import dataclasses
+
+    from tqgen.build import preset_spec_for_target
+    from tqgen.ir import Target
+    preset, layout = item.split(":")
+    return dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=layout), head_dim=head_dim)
+
+
+def cubin_path(dirpath: Path, item: str, head_dim: int, tag: str) -> Path:
+    """Where a rendering ``tag`` of ``item`` at ``head_dim`` is compiled to."""
+    return dirpath / f"{item.replace(':', '-')}-d{head_dim}-{tag.replace('+', '_')}.cubin"
+
+
 def compile_cubins(jobs, dest, workers: int = 4, kernel: str = "tq_decode_split_bal_bf16") -> None:
     """jobs: (item, tag, source text); dest(item, tag) -> the cubin's path; ``kernel``: whose registers are printed."""
     def one(job):

@@ -10,15 +10,13 @@ plan in a called function: `new`) and the same inlined (`inl`), against the clas
                                                                     # .patch applied; writes new and inl)
     python bench/dbg/deal_ab.py time DIR PRESET:LAYOUT,...
 D=64 in the environment: head_dim 64, Hq 9, Hk 3."""
-import dataclasses
 import os
 import sys
 from pathlib import Path
 
-from tqgen.build import preset_spec_for_target
 from tqgen.ir import Target
 from tqgen.lower_cuda import make_variant, render_cuda
-from cubins import compile_cubins
+from cubins import compile_cubins, cubin_path, item_spec
 
 D = int(os.environ.get("D", "128"))
 HQ, HK = (32, 8) if D == 128 else (9, 3)
@@ -38,12 +36,11 @@ def lengths(b, L, mix):
 
 
 def spec_of(item):
-    preset, layout = item.split(":")
-    return dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=layout), head_dim=D)
+    return item_spec(item, D)
 
 
 def cubin(dirpath: Path, item: str, tag: str) -> Path:
-    return dirpath / f"{item.replace(':', '-')}-d{D}-{tag}.cubin"
+    return cubin_path(dirpath, item, D, tag)
 
 
 def compile_all(dirpath: Path, tag: str, items):
