@@ -107,6 +107,8 @@ def test_a_partial_tune_merges_its_points_into_the_entry(tmp_path):
     assert [(p.units, p.tiles, p.splits) for p in t.points] == [(8, 128, 32)]
     tuning.write_table(path, "Test GPU", {}, "tqgen tune --batch 1")  # a later command is recorded after the first
     assert json.loads(path.read_text())["command"] == "test; then tqgen tune --batch 1"
+    tuning.write_table(path, "Test GPU", {}, "tqgen tune --batch 1")  # the same tune's next variant: kept once
+    assert json.loads(path.read_text())["command"] == "test; then tqgen tune --batch 1"
 
 
 def test_the_heuristic_keeps_four_tiles_a_split():

@@ -332,8 +332,9 @@ def write_table(path: Path, device_name: str, tables: dict[str, VariantTable], c
         old[key] = new
     if text is not None:  # the commands that timed the points kept: "<first>; then <later>"
         prev_cmd = json.loads(text).get("command") or ""
-        if prev_cmd and prev_cmd != command_line and not prev_cmd.endswith("; then " + command_line):
-            command_line = f"{prev_cmd}; then {command_line}"
+        if prev_cmd and prev_cmd != command_line:  # a tune writes after each variant: its command once
+            kept = prev_cmd.endswith("; then " + command_line)
+            command_line = prev_cmd if kept else f"{prev_cmd}; then {command_line}"
     doc = {"schema": SCHEMA, "device": device_name, "command": command_line,
            "note": "points: [units = batch x KV heads, tiles = ceil(max_seq_len / 16), best splits, us, "
                    "heuristic splits, us] (CUDA-graph replay, bf16 queries); tqgen/tuning.py",
