@@ -7,7 +7,7 @@ import torch
 
 import tqgen_runtime as tqr
 from tqgen import reference as ref
-from tqgen.testing import DECODE_TOL, Case, rel_err
+from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
 
 pytestmark = pytest.mark.gpu
 
@@ -94,8 +94,43 @@ def test_cuda_graph_store_and_decode_replay():
         assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16], t
 
 
+@pytest.mark.parametrize("preset,layout,head_dim", [("4bit_nc", "soa", 128), ("k3v4_nc", "aos", 128),
+                                                    ("4bit_nc", "soa", 64)])
+def test_cuda_builds_with_nvrtc_without_nvcc(monkeypatch, tmp_path, preset, layout, head_dim):
+    """No nvcc (not on PATH, TQGEN_CUDA_COMPILER=nvrtc) and an empty kernel cache: the runtime still serves the C++
+    variants, compiled by NVRTC (tqgen.nvrtc, the libnvrtc a CUDA build of torch installs), and they store and decode
+    within DECODE_TOL of the reference (head_dim 64 SoA 4bit_nc: the build NVRTC spills 112 bytes in, CPU side
+    tests/test_nvrtc.py)."""
+    from tqgen import cuda_launch, nvrtc
+    from tqgen.compile_cpp import ToolchainMissing
+    try:
+        lib = nvrtc.find_nvrtc()
+    except ToolchainMissing as e:
+        pytest.skip(f"no NVRTC on this machine: {e}")
+    monkeypatch.setenv("TQGEN_CUDA_COMPILER", "nvrtc")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("TQGEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cuda_launch, "_LOADED", {})
+    hq, hk = (32, 8) if head_dim == 128 else (9, 3)
+    kv = tqr.load(preset, layout=layout, num_kv_heads=hk, num_q_heads=hq, head_dim=head_dim, device="cuda",
+                  backend="cuda")
+    assert all(v.startswith("cuda-sm90-generic") for v in kv.variants.values()), (kv.variants, kv.rejected)
+    assert list(tmp_path.rglob("*.cubin")), f"nothing built in the empty cache by {lib}"
+    case = Case(kv.spec, [4099, 0, 700, 1], hk, hq // hk, seed=2).build("cuda")
+    cache = kv.allocate(case["num_blocks"])
+    kv.store(case["key"], case["value"], cache, case["slot_mapping"])
+    want = ref.allocate(kv.spec, case["num_blocks"], hk, "cuda")
+    ref.store(kv.spec, case["key"], case["value"], want, case["slot_mapping"])
+    diff = compare_store(kv.spec, cache, want, case["key"], case["slot_mapping"])  # the C++ store tests' rule
+    assert diff.ok, diff.summary()
+    out = kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"])
+    exp = ref.decode(kv.spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"])
+    assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
+
+
 def test_cuda_falls_back_to_triton_when_it_cannot_build(monkeypatch, tmp_path):
-    """No nvcc (and nothing cached): the cuda candidate fails to load and Triton serves, with the reason kept."""
+    """No nvcc (TQGEN_NVCC naming a missing file: never replaced by NVRTC) and nothing cached: the cuda candidate fails
+    to load and Triton serves, with the reason kept."""
     from tqgen import cuda_launch
     monkeypatch.setenv("TQGEN_NVCC", str(tmp_path / "no-nvcc"))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")

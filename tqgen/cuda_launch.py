@@ -190,15 +190,18 @@ def device_arch(device: torch.device) -> str:
 
 
 def build_binary(v: Variant, arch: str) -> Path:
-    """Compile the variant for ``arch`` once (cached by variant id + arch); returns the binary path."""
-    from .compile_cpp import compile_cuda, compile_hip
+    """Compile the variant for ``arch`` once (cached by variant id + arch); returns the binary path. CUDA: nvcc where
+    found, else NVRTC (``tqgen.nvrtc``: the libnvrtc a CUDA build of torch installs), ``$TQGEN_CUDA_COMPILER`` forcing
+    one."""
+    from .compile_cpp import compile_hip
+    from .nvrtc import compile_cuda_any
     out_dir = user_cache() / str(v.backend) / v.id
     out = out_dir / f"{arch}.{'cubin' if v.backend.value == 'cuda' else 'hsaco'}"
     if out.exists():
         return out
     src = variant_dir(v) / source_name(v)
     out_dir.mkdir(parents=True, exist_ok=True)
-    res = compile_cuda(src, arch, out_dir) if v.backend.value == "cuda" else compile_hip(src, arch, out_dir)
+    res = compile_cuda_any(src, arch, out_dir) if v.backend.value == "cuda" else compile_hip(src, arch, out_dir)
     if not res.ok or res.output is None:
         raise RuntimeError(f"compiling {v.id} for {arch} failed:\n{res.log[-4000:]}")
     tmp = out.with_suffix(".tmp")
