@@ -207,7 +207,7 @@ def build_binary(v: Variant, arch: str) -> Path:
     tmp = out.with_suffix(".tmp")
     Path(res.output).replace(tmp)
     tmp.replace(out)
-    log.info("built %s for %s (%s)", v.id, arch, out)
+    log.info("built %s for %s with %s (%s)", v.id, arch, res.cmd[0] if res.cmd else "?", out)
     return out
 
 
