@@ -7,7 +7,6 @@ The plan's most splits a row says how long the longest row's merge loop is.
 (B, L, D in the environment: 32, 32768, 128; Hq 32, Hk 8; D=64: Hq 9, Hk 3.)"""
 import dataclasses
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -15,8 +14,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tqgen.cuda_launch as cl  # noqa: E402
 from cuda_h200 import paged  # noqa: E402
+from graphs import graph_us as _graph_us  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import make_variant  # noqa: E402
@@ -27,30 +28,7 @@ HQ, HK = (32, 8) if D == 128 else (9, 3)
 
 
 def graph_us(fn, reps: int = 20) -> float:
-    """one call of fn by CUDA-graph replay: reps captured calls, best of 3 medians of 5 replays"""
-    st = torch.cuda.Stream(dev)
-    st.wait_stream(torch.cuda.current_stream(dev))
-    with torch.cuda.stream(st):
-        fn()
-    torch.cuda.current_stream(dev).wait_stream(st)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    g.replay()
-    torch.cuda.synchronize(dev)
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-    best = []
-    for _ in range(3):
-        ts = []
-        for _ in range(5):
-            ev[0].record()
-            g.replay()
-            ev[1].record()
-            ev[1].synchronize()
-            ts.append(ev[0].elapsed_time(ev[1]) * 1e3 / reps)
-        best.append(statistics.median(ts))
-    return min(best)
+    return _graph_us(fn, dev, reps)
 
 
 print(f"| variant D{D} B={B} L={L} | mix | splits | grid splits | most splits a row | decode us | merge rows us "

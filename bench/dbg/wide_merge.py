@@ -45,6 +45,7 @@ import torch  # noqa: E402
 
 import tqgen.cuda_launch as cl  # noqa: E402
 from cuda_h200 import paged  # noqa: E402
+from graphs import graph_us as _graph_us  # noqa: E402
 
 dev = torch.device("cuda")
 DIR = Path(sys.argv[2])
@@ -53,29 +54,7 @@ SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ.get("SHAPES", 
 
 
 def graph_us(fn, reps: int = 20) -> float:
-    st = torch.cuda.Stream(dev)
-    st.wait_stream(torch.cuda.current_stream(dev))
-    with torch.cuda.stream(st):
-        fn()
-    torch.cuda.current_stream(dev).wait_stream(st)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    g.replay()
-    torch.cuda.synchronize(dev)
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-    meds = []
-    for _ in range(3):
-        ts = []
-        for _ in range(5):
-            ev[0].record()
-            g.replay()
-            ev[1].record()
-            ev[1].synchronize()
-            ts.append(ev[0].elapsed_time(ev[1]) * 1e3 / reps)
-        meds.append(statistics.median(ts))
-    return min(meds)
+    return _graph_us(fn, dev, reps)
 
 
 wide8 = {}
