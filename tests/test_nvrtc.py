@@ -114,3 +114,18 @@ def test_find_nvrtc_and_the_compiler_choice(tmp_path, monkeypatch):
     assert nvrtc.cuda_compiler() == "nvrtc"
     with pytest.raises(ToolchainMissing, match="cannot load it"):  # an empty file is no library
         nvrtc.Nvrtc.get(str(tmp_path / "libnvrtc.so"))
+
+
+@pytest.mark.parametrize("preset,layout", [("4bit_nc", "soa"), ("3bit_nc", "aos")])
+def test_nvrtc_builds_sm80_variants(tmp_path, preset, layout):
+    """The sm_80 renderings (programmatic dependent launch compiled out below sm_90) through NVRTC too: every entry
+    point, no spills (A100-class machines without a CUDA toolkit take this path)."""
+    _nvrtc_or_skip()
+    spec = preset_spec_for_target(preset, Target.SM80, layout=layout)
+    src = tmp_path / "kernel.cu"
+    src.write_text(render_cuda(make_variant(spec, Target.SM80)))
+    r = nvrtc.compile_cuda_nvrtc(src, "sm80", tmp_path)
+    assert r.ok, r.log[-3000:]
+    assert r.arch == "sm_80" and r.output.name == "kernel.sm80.cubin"
+    assert set(r.kernels) == {n for pair in KERNEL_NAMES.values() for n in pair}, sorted(r.kernels)
+    assert r.spills == 0, r.kernels
