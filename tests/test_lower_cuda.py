@@ -703,7 +703,7 @@ def test_balanced_decode_launch_passes_the_merge_its_equal_length_count(monkeypa
             self.launches = []
 
         def launch(self, fn, grid, block, args, stream, smem=0, after_trigger=False):
-            self.launches.append(SimpleNamespace(fn=fn, grid=grid, args=args))
+            self.launches.append(SimpleNamespace(fn=fn, grid=grid, block=block, args=args))
 
     spec = preset_spec_for_target("4bit_nc", Target.SM90, layout="soa")
     v = make_variant(spec, Target.SM90)
@@ -712,6 +712,19 @@ def test_balanced_decode_launch_passes_the_merge_its_equal_length_count(monkeypa
     monkeypatch.setattr(CudaKernels, "_stream", staticmethod(lambda device: 0))
     monkeypatch.setattr("tqgen.cuda_launch.sm_count", lambda device: 132)  # the H200's (the CPU counts 1)
     step = v.options.split_step()
+    # one sequence: the classic decode and the block-a-row merge, its block sized by the splits (merge_groups: 8
+    # groups of D threads from 64 splits, 4 below; the kernel takes its groups from the block's size)
+    from tqgen.cuda_launch import merge_groups
+    assert [merge_groups(n) for n in (1, 32, 63, 64, 192)] == [4, 4, 4, 8, 8]
+    cache1 = ref.allocate(spec, 256, 8, torch.device("cpu"))
+    bt1, sl1 = torch.arange(256, dtype=torch.int32)[None], torch.tensor([4096], dtype=torch.int32)
+    q1 = torch.zeros(1, 32, spec.head_dim, dtype=torch.bfloat16)
+    for splits, groups in ((32, 4), (64, 8)):
+        kern.driver.launches.clear()
+        kern.decode(q1, cache1, bt1, sl1, num_splits=splits)
+        dec, merge = kern.driver.launches
+        assert dec.fn == KERNEL_NAMES["decode_split"][0] and merge.fn == KERNEL_NAMES["decode_merge"][0]
+        assert merge.block == groups * spec.head_dim and merge.grid == (32, 1, 1), (splits, merge.block)
     b, hk, g, L = 64, 2, 8, 1024
     hq = hk * g
     cache = ref.allocate(spec, b * L // spec.block_size, hk, torch.device("cpu"))

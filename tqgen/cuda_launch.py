@@ -26,8 +26,8 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_ROWS, QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant,
-                         store_lanes)
+from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_GROUPS_MANY, MERGE_GROUPS_MANY_FROM, MERGE_ROWS,
+                         QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant, store_lanes)
 from .build import source_name, user_cache, variant_dir
 from .tuning import generation as tuning_generation, sm_count, split_cap, tuned_splits
 from .variants import Variant
@@ -313,6 +313,14 @@ def merge_kind(rows: int, splits: int) -> str:
     return "rows" if rows >= 512 and splits <= min(32, rows // 64) else "groups"
 
 
+def merge_groups(splits: int) -> int:
+    """The block-a-row merge's thread groups (of D threads) for rows of up to ``splits`` partial results: MERGE_GROUPS,
+    MERGE_GROUPS_MANY from MERGE_GROUPS_MANY_FROM splits (fewer dependent rounds of loads a group). H200, same run
+    (bench/results/h200-2026-12-04-merge-groups.md): 8 groups made B=1 calls at 4K-128K tokens (64-192 splits) 2-5 %
+    faster and B=8 equal lengths at 16-24 splits 2-3 % slower (their merge alone 2.8 -> 4.2 us)."""
+    return MERGE_GROUPS_MANY if splits >= MERGE_GROUPS_MANY_FROM else MERGE_GROUPS
+
+
 # ------------------------------------------------------------------------------- kernels
 def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
     return ctypes.c_void_p(t.data_ptr() if t is not None else 0)
@@ -502,16 +510,18 @@ class CudaKernels:
         # a balanced merge: rows of up to the grid's splits (merge_kind), num_splits the equal-length count (the plan
         # on equal lengths, which the merge takes without reading it)
         self.merge(ws, sk, out, hq, splits, stream, kind=merge_kind(b * hq, grid[0] * step) if balanced else None,
-                   plan=plan, seq_lens=sl, window=window)
+                   plan=plan, seq_lens=sl, window=window, most=grid[0] * step if balanced else None)
         return out
 
     def merge(self, ws: dict, sinks: torch.Tensor | None, out: torch.Tensor, hq: int, splits: int, stream: int,
               kind: str | None = None, plan: torch.Tensor | None = None, seq_lens: torch.Tensor | None = None,
-              window: int = 0) -> None:
+              window: int = 0, most: int | None = None) -> None:
         """Stage 2: the splits' log-sum-exp merge into ``out`` [B, Hq, D] (``kind``: ``merge_kind``'s choice);
         ``plan`` (a balanced decode's: where each sequence's partial results are) with ``seq_lens`` (int32) and
         ``window`` (a sequence without tiles has none); with a plan, ``splits`` is the decode's equal-length count
-        (the rows on equal lengths: the plan's there) and ``kind`` should be chosen for the grid's widest."""
+        (the rows on equal lengths: the plan's there) and ``kind`` should be chosen for the grid's widest; ``most``: the
+        splits a row may hold (default ``splits``; a balanced decode's grid width), which sizes the block-a-row merge
+        (``merge_groups``)."""
         rows, d = out.shape[0] * hq, out.shape[2]
         args = [_ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sinks), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)]
         bal = [_ptr(plan), _ptr(seq_lens if plan is not None else None), ctypes.c_int(window)]
@@ -519,7 +529,8 @@ class CudaKernels:
             self.driver.launch(self._fn("decode_merge_rows", out.dtype), (math.ceil(rows / MERGE_ROWS), 1, 1),
                                32 * MERGE_ROWS, args + [ctypes.c_longlong(rows)] + bal, stream, after_trigger=self.pdl)
         else:
-            self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), MERGE_GROUPS * d, args + bal, stream,
+            groups = merge_groups(most or splits)
+            self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), groups * d, args + bal, stream,
                                after_trigger=self.pdl)
 
     # ---------------------------------------------------------------- dequant

@@ -32,6 +32,8 @@ CUDA_TEMPLATE = "gpu/kernels.cu.j2"
 KINDS = ("generic", "portable")  # portable: the HIP fragment path compiled for NVIDIA (runs the HIP semantics)
 QUERIES_PER_WARP = 8  # the decode's query octet: rows 0..7 of the mma tile (the template's `8 * D` query block)
 MERGE_GROUPS = 4  # decode merge: thread groups of D per (sequence, query head), each over every 4th split
+MERGE_GROUPS_MANY = 8  # ... and for rows of at least MERGE_GROUPS_MANY_FROM splits (cuda_launch.merge_groups)
+MERGE_GROUPS_MANY_FROM = 64
 MERGE_ROWS = 8  # decode merge by rows: (sequence, query head) rows per block, a warp each
 MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
 HEAD_DIMS = (64, 128)
@@ -997,7 +999,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS, merge_rows=MERGE_ROWS,
+        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
+        merge_groups_many=MERGE_GROUPS_MANY, merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
         pv_subnormal=platform.mma_impl == "ptx",

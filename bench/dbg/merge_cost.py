@@ -1,7 +1,7 @@
 """What the split-KV merge costs (debug, not a result): for each preset, the decode's two kernels (split,
 merge) timed by the CUDA profiler inside CUDA-graph replays, next to the replay time per call (the gap
 between them included), at B=32 L=32K and B=128 L=8K (D=128, Hq 32, Hk 8) with the tuned split count.
-Usage: LAYOUT=soa|aos merge_cost.py PRESET,PRESET; MERGE=1 merge_cost.py - (the merge kernels alone)"""
+Usage: LAYOUT=soa|aos [SHAPES=BxL,...] merge_cost.py PRESET,PRESET; MERGE=1 merge_cost.py - (the merge kernels alone)"""
 import os
 import sys
 
@@ -19,7 +19,8 @@ rows = []
 for preset in (sys.argv[1].split(",") if len(sys.argv) > 1 and sys.argv[1] != "-" else []):
     spec = preset_spec_for_target(preset, Target.SM90, layout=os.environ.get("LAYOUT", "soa"))
     kern = load_cuda(spec, "sm90")
-    for b, L in ((32, 32768), (128, 8192), (1, 4096)):
+    shapes = os.environ.get("SHAPES", "32x32768,128x8192,1x4096").split(",")
+    for b, L in [tuple(int(x) for x in s.split("x")) for s in shapes]:
         per = L // 16
         cache = ref.allocate(spec, b * per, 8, dev)
         tuning._fill(kern, cache, 8, 128, dev)
