@@ -156,9 +156,7 @@ def compile_cuda(src: Path, arch: str, out_dir: Path, *, extra_flags=()) -> Comp
     """
     src, out_dir = Path(src), Path(out_dir)
     sm = cuda_arch(arch)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{src.stem}.{sm.replace('_', '')}.cubin"
-    out.unlink(missing_ok=True)
+    out = cubin_out(src, sm, out_dir)
     cmd = [str(find_nvcc()), f"-arch={sm}", "-cubin", "-O3", "-std=c++17", "-Werror", "all-warnings",
            "-Xptxas", "-v", *extra_flags, str(src), "-o", str(out)]
     t0 = time.perf_counter()
@@ -166,10 +164,24 @@ def compile_cuda(src: Path, arch: str, out_dir: Path, *, extra_flags=()) -> Comp
     dt = time.perf_counter() - t0
     if rc != 0 or not out.is_file():
         return CompileResult(False, sm, log, cmd=cmd, seconds=dt)
+    return ptxas_result(sm, log, cmd, out, dt)
+
+
+def cubin_out(src: Path, sm: str, out_dir: Path) -> Path:
+    """``<out_dir>/<stem>.<sm without _>.cubin`` (created folder, no stale file): where a CUDA compile writes."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{src.stem}.{sm.replace('_', '')}.cubin"
+    out.unlink(missing_ok=True)
+    return out
+
+
+def ptxas_result(sm: str, log: str, cmd: list[str], out: Path, seconds: float) -> CompileResult:
+    """A compiled cubin's result from ptxas's ``-v`` report in ``log`` (nvcc's output or NVRTC's program log):
+    registers, spills (non-inlined device functions' included), stack."""
     kernels, functions = parse_ptxas(log)
     summary = _summary(kernels, "registers", ("spill_stores", "spill_loads"))
     summary["spills"] += sum(f["spill_stores"] + f["spill_loads"] for f in functions.values())
-    return CompileResult(True, sm, log, kernels=kernels, cmd=cmd, output=out, measured=bool(kernels), seconds=dt,
+    return CompileResult(True, sm, log, kernels=kernels, cmd=cmd, output=out, measured=bool(kernels), seconds=seconds,
                          **summary)
 
 

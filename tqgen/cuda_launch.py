@@ -316,8 +316,9 @@ def merge_kind(rows: int, splits: int) -> str:
 def merge_groups(splits: int) -> int:
     """The block-a-row merge's thread groups (of D threads) for rows of up to ``splits`` partial results: MERGE_GROUPS,
     MERGE_GROUPS_MANY from MERGE_GROUPS_MANY_FROM splits (fewer dependent rounds of loads a group). H200, same run
-    (bench/results/h200-2026-12-04-merge-groups.md): 8 groups made B=1 calls at 4K-128K tokens (64-192 splits) 2-5 %
-    faster and B=8 equal lengths at 16-24 splits 2-3 % slower (their merge alone 2.8 -> 4.2 us)."""
+    (bench/results/h200-2026-12-04-merge-groups.md): this rule made B=1 calls at 2K-128K tokens (64-192 splits)
+    1.4-4.9 % faster than 4 groups always; 8 groups always made B=8 equal lengths at 16-24 splits 2-3 % slower (their
+    merge alone 2.8 -> 4.2 us)."""
     return MERGE_GROUPS_MANY if splits >= MERGE_GROUPS_MANY_FROM else MERGE_GROUPS
 
 

@@ -27,8 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-from .compile_cpp import (CompileResult, ToolchainMissing, _summary, compile_cuda, cuda_arch, find_nvcc,
-                          parse_ptxas)
+from .compile_cpp import (CompileResult, ToolchainMissing, compile_cuda, cuda_arch, cubin_out, find_nvcc,
+                          ptxas_result)
 
 #: in-memory headers for NVRTC (no CUDA include tree): what the generated kernels use of each
 SHIM_HEADERS: dict[str, str] = {
@@ -169,9 +169,7 @@ def compile_cuda_nvrtc(src: Path, arch: str, out_dir: Path, *, nvrtc: str | None
     src, out_dir = Path(src), Path(out_dir)
     sm = cuda_arch(arch)
     lib = Nvrtc.get(nvrtc)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{src.stem}.{sm.replace('_', '')}.cubin"
-    out.unlink(missing_ok=True)
+    out = cubin_out(src, sm, out_dir)
     opts = [f"--gpu-architecture={sm}", "--std=c++17", "--ptxas-options=-v"]
     cmd = [f"nvrtc {lib.version[0]}.{lib.version[1]} ({lib.path})", *opts, str(src)]
     t0 = time.perf_counter()
@@ -183,11 +181,7 @@ def compile_cuda_nvrtc(src: Path, arch: str, out_dir: Path, *, nvrtc: str | None
     tmp = out.with_suffix(".tmp")
     tmp.write_bytes(cubin)
     tmp.replace(out)
-    kernels, functions = parse_ptxas(log)
-    summary = _summary(kernels, "registers", ("spill_stores", "spill_loads"))
-    summary["spills"] += sum(f["spill_stores"] + f["spill_loads"] for f in functions.values())
-    return CompileResult(True, sm, log, kernels=kernels, cmd=cmd, output=out, measured=bool(kernels), seconds=dt,
-                         **summary)
+    return ptxas_result(sm, log, cmd, out, dt)
 
 
 def cuda_compiler() -> str:
