@@ -152,7 +152,8 @@ class TurboQuantKV:
         cap = max_seq_len or 1 << 20
         splits = impl.kern.num_splits_for(max_batch, self.request.num_kv_heads, cap, torch.device(self.device))
         # the C++ decode: room for its balanced grid's width too (cuda_launch.balanced_width)
-        kw = {"num_kv_heads": self.request.num_kv_heads} if self.balanced_decode else {}
+        kw = {"num_kv_heads": self.request.num_kv_heads} if impl.kern.variant.backend in (Backend.CUDA, Backend.HIP) \
+            else {}
         bufs = impl.kern.workspace(max_batch, self.request.num_q_heads, splits, self.device, **kw)
         return Workspace(max_batch, splits, bufs)
 
@@ -162,22 +163,26 @@ class TurboQuantKV:
 
     @property
     def balanced_decode(self) -> bool:
-        """Whether ``decode(balanced=True)`` runs here: the C++ decode (cuda/hip variants) has length-balanced
-        splits; the Triton and reference decodes do not."""
+        """Whether ``decode(balanced=True)`` runs here: the C++ decode (cuda/hip variants) and the Triton decode (where
+        its options allow, ``TritonOptions.balanced_decode``) have length-balanced splits; the reference has none."""
         impl = self._impl["decode"]
-        return isinstance(impl, _Kernels) and impl.kern.variant.backend in (Backend.CUDA, Backend.HIP)
+        if not isinstance(impl, _Kernels):
+            return False
+        v = impl.kern.variant
+        return v.backend in (Backend.CUDA, Backend.HIP) or (v.backend is Backend.TRITON and v.options.balanced_decode)
 
     def decode(self, query, cache, block_table, seq_lens, *, sinks=None, sliding_window=None, scale=None,
                workspace: Workspace | None = None, check: bool = True, balanced: bool | None = None) -> torch.Tensor:
-        """``balanced``: length-balanced splits (the C++ decode; see README, CUDA C++ kernels): ``True`` for batches of
+        """``balanced``: length-balanced splits (the C++ and Triton decodes; see README): ``True`` for batches of
         mixed lengths, ``None`` the variant's default."""
         ws = workspace.for_batch(query.shape[0]) if workspace is not None else None
         impl = self._impl["decode"]
-        cpp = self.balanced_decode
-        if balanced and not cpp:
-            raise ValueError(f"balanced=True needs the C++ decode; this request's decode is {self.variants['decode']}: "
-                             "pass balanced=None (or False), or choose a cuda/hip variant")
-        kw = {"balanced": balanced} if cpp and balanced is not None else {}
+        can = self.balanced_decode
+        if balanced and not can:
+            raise ValueError(f"balanced=True needs a decode with length-balanced splits (cuda/hip, or triton where its "
+                             f"options allow it); this request's decode is {self.variants['decode']}: pass "
+                             "balanced=None (or False), or choose another variant")
+        kw = {"balanced": balanced} if can and balanced is not None else {}
         return impl.decode(query, cache, block_table, seq_lens, scale=scale, sinks=sinks,
                            sliding_window=sliding_window, workspace=ws, check=check, **kw)
 

@@ -43,8 +43,10 @@ def test_variant_matches_reference(variant):
             ref.store(spec, case["key"][sl], case["value"][sl], want, case["slot_mapping"][sl])
         diff = compare_store(spec, got, want, case["key"], case["slot_mapping"])
         assert diff.ok, diff.summary()
-        # decode and dequant read the reference's bytes, so only the attention math is compared
-        check_decode(kern, spec, case, want, 1000, what=f"shape {i}")
+        # decode and dequant read the reference's bytes, so only the attention math is compared; the classic splits
+        # and (where the variant has them) the length-balanced ones
+        for bal in (False, True) if variant.options.balanced_decode else (False,):
+            check_decode(kern, spec, case, want, 1000, what=f"shape {i} balanced={bal}", balanced=bal)
         if i == 2:  # dequant on the small shape (reference dequant materialises everything)
             k, v = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float32)
             ek, ev = ref.dequant(spec, want, case["block_table"], case["seq_lens"])
@@ -94,3 +96,45 @@ def test_split_count_is_a_runtime_argument(preset, layout):
     compiled = len(kern.module.tq_decode_split.device_caches[dev.index][0])
     check_decode(kern, spec, case, cache, 1000, num_splits=7, what=f"{preset} {layout} 7 splits")
     assert len(kern.module.tq_decode_split.device_caches[dev.index][0]) == compiled
+
+
+@pytest.mark.parametrize("preset,layout", [("4bit_nc", "soa"), ("k8v4", "aos"), ("3bit_nc", "aos")])
+def test_balanced_decode_replays_in_a_cuda_graph(preset, layout):
+    """The balanced Triton decode deals its programs on the device from seq_lens, so one captured call serves any
+    lengths: a CUDA graph captured on one mix of lengths, replayed after the lengths tensor is rewritten in place
+    (equal lengths, one long among short ones, an empty sequence), matches the reference within DECODE_TOL and the
+    eager call on the same inputs exactly (the kernels are deterministic: no atomics)."""
+    from tqgen.build import preset_spec_for_target
+    from tqgen.ir import Target
+    from tqgen.testing import DECODE_TOL
+    from tqgen.triton_launch import load_triton
+    dev = torch.device("cuda")
+    spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
+    kern = load_triton(spec, "sm90")
+    case = Case(spec, [6000, 6000, 6000, 6000], 8, 4, dtype=torch.bfloat16, seed=11).build(dev)
+    cache = ref.allocate(spec, case["num_blocks"], 8, dev)
+    ref.store(spec, case["key"], case["value"], cache, case["slot_mapping"])
+    q, bt = case["query"], case["block_table"]
+    sl = case["seq_lens"].clone()
+    splits = kern.num_splits_for(4, 8, 6000, dev)
+    ws = kern.workspace(4, q.shape[1], splits, dev)
+    out = torch.empty_like(q)
+    run = lambda: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, out=out, balanced=True,  # noqa: E731
+                              check=False)  # the argument checks read lengths on the host: not while capturing
+    st = torch.cuda.Stream(dev)
+    st.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(st):
+        run()
+    torch.cuda.current_stream(dev).wait_stream(st)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        run()
+    for lens in ([6000, 6000, 6000, 6000], [6000, 40, 17, 300], [1, 0, 5999, 64], [2048, 2048, 2048, 1]):
+        sl.copy_(torch.tensor(lens, dtype=torch.int32))
+        g.replay()
+        torch.cuda.synchronize(dev)
+        got = out.clone()
+        eager = kern.decode(q, cache, bt, sl, num_splits=splits, balanced=True)
+        assert torch.equal(got, eager), lens
+        err = rel_err(got, ref.decode(spec, q, cache, bt, sl))
+        assert err <= DECODE_TOL[q.dtype], (lens, err)

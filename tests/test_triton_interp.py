@@ -66,8 +66,9 @@ def test_store_decode_dequant_match_reference(c):
     assert diff.ok, diff.summary()
     assert diff.identical_slots >= diff.slots - 2, diff.summary()  # flips are rare: at most a couple here
     bt, sl = case["block_table"], case["seq_lens"]
-    for out in check_decode(kern, spec, case, want, 20, num_splits=3, what=_id(c)):
-        assert out.dtype == dtype and torch.equal(out[1], torch.zeros_like(out[1]))  # seq_len 0 → zeros
+    for bal in (False, True):  # the classic splits and the length-balanced deal
+        for out in check_decode(kern, spec, case, want, 20, num_splits=3, what=f"{_id(c)} balanced={bal}", balanced=bal):
+            assert out.dtype == dtype and torch.equal(out[1], torch.zeros_like(out[1]))  # seq_len 0 → zeros
     k, v = kern.dequant(want, bt, sl, dtype=torch.float32)
     ek, ev = ref.dequant(spec, want, bt, sl)
     assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
@@ -210,3 +211,81 @@ def test_nvidia_rendering_decodes_like_the_reference(c):
     ref.store(spec, case["key"], case["value"], cache, case["slot_mapping"])
     for out in check_decode(kern, spec, case, cache, 20, num_splits=3, what=_id(c)):
         assert out.dtype == dtype and torch.equal(out[1], torch.zeros_like(out[1]))  # seq_len 0 → zeros
+
+
+# ---------------------------------------------------------------------------------- balanced splits
+BAL_CASES = [("4bit_nc", "soa", 128), ("k8v4", "aos", 64), ("3bit_nc", "aos", 64), ("k3v4_nc", "soa", 64)]
+
+
+@pytest.mark.parametrize("preset,layout,head_dim", BAL_CASES, ids=str)
+def test_balanced_decode_on_mixed_and_equal_lengths(preset, layout, head_dim):
+    """The length-balanced Triton decode (``balanced=True``: the batch's programs dealt by the sequences' tiles,
+    computed on the device from seq_lens) against the reference, plain and with sinks + a sliding window, within
+    DECODE_TOL: a long sequence among short and empty ones (its 38 tiles in 38 one-tile pieces, merged 16 at a time),
+    split counts 1 (nothing to deal: one piece a sequence) to 16. On equal lengths the deal is the classic splits, so
+    only the merge's fp32 order differs (online, 16 pieces at a time): fp16 outputs within one fp16 ulp of the
+    classic decode's, 2^-10 relative to max |out|."""
+    spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=head_dim)
+    kern = load_triton(spec, "cpu")
+    case = Case(spec, [600, 5, 0, 33, 1], 2, 3, dtype=torch.float16, seed=5).build("cpu")
+    cache = ref.allocate(spec, case["num_blocks"], 2)
+    ref.store(spec, case["key"], case["value"], cache, case["slot_mapping"])
+    for ns in (1, 3, 16):
+        for out in check_decode(kern, spec, case, cache, 100, num_splits=ns, balanced=True, what=f"{ns} splits"):
+            assert torch.equal(out[2], torch.zeros_like(out[2]))  # seq_len 0 → zeros
+    eq = Case(spec, [77, 77, 77], 2, 3, dtype=torch.float16, seed=6).build("cpu")
+    cache = ref.allocate(spec, eq["num_blocks"], 2)
+    ref.store(spec, eq["key"], eq["value"], cache, eq["slot_mapping"])
+    for ns in (2, 5):
+        outs = [kern.decode(eq["query"], cache, eq["block_table"], eq["seq_lens"], sinks=eq["sinks"],
+                            num_splits=ns, balanced=bal) for bal in (False, True)]
+        assert rel_err(outs[1], outs[0]) <= 2.0 ** -10, f"{ns} splits: balanced vs classic {rel_err(outs[1], outs[0]):.2e}"
+
+
+def test_balanced_deal_spreads_a_long_sequence():
+    """Where the programs go (read from the workspace's log-sum-exp rows: a program with tokens writes a finite one):
+    4 sequences of 400, 16, 16, 16 tokens at 4 splits are 16 programs a KV head. The classic grid gives each sequence
+    4 (the long one 7 tiles a program); the deal cuts the 28 tiles into pieces of 2 (the fewest that fit: 13 + 1 + 1 + 1
+    = 16), so the long sequence runs on 13 programs."""
+    spec = LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=64)
+    kern = load_triton(spec, "cpu")
+    assert kern.variant.options.block_n == 16
+    case = Case(spec, [400, 16, 16, 16], 2, 2, dtype=torch.bfloat16, seed=8).build("cpu")
+    cache = ref.allocate(spec, case["num_blocks"], 2)
+    ref.store(spec, case["key"], case["value"], cache, case["slot_mapping"])
+    b, hq = 4, 4
+    for bal, want in ((False, [4, 1, 1, 1]), (True, [13, 1, 1, 1])):
+        ws = kern.workspace(b, hq, 4, "cpu")
+        ws["lse"].fill_(float("nan"))
+        out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], num_splits=4, workspace=ws,
+                          balanced=bal)
+        assert rel_err(out, ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"])) \
+            <= DECODE_TOL[torch.bfloat16]
+        rows = ws["lse"].reshape(-1)
+        if bal:  # row (hk · 16 + program) · G + g; KV head 0, query 0: programs 0..12 the long sequence's, then one each
+            lse = rows.reshape(2, 16, 2)[0, :, 0]
+            got = [int(torch.isfinite(lse[a:z]).sum()) for a, z in ((0, 13), (13, 14), (14, 15), (15, 16))]
+        else:  # row ((b · Hk + hk) · G + g) · 4 + split
+            lse = rows.reshape(4, 2, 2, 4)[:, 0, 0, :]
+            got = [int(torch.isfinite(lse[i]).sum()) for i in range(4)]
+        assert got == want, (bal, got)
+
+
+def test_balanced_decode_refusals():
+    """balanced=True where the deal cannot run says why: a batch past BALANCED_MAX_BATCH; a variant whose options
+    turn it off (sm90 AoS 4-bit keys at head_dim 128: the deal cost its 255-register decode a stack frame). Both
+    are refused before any kernel runs."""
+    from tqgen.triton_launch import BALANCED_MAX_BATCH
+    spec = LayoutSpec.from_preset("4bit_nc", layout="aos")
+    kern = load_triton(spec, "cpu")
+    n = BALANCED_MAX_BATCH + 1
+    q = torch.zeros(n, 4, 128, dtype=torch.bfloat16)
+    cache = ref.allocate(spec, 1, 1)
+    bt = torch.zeros(n, 1, dtype=torch.int32)
+    sl = torch.ones(n, dtype=torch.int32)
+    with pytest.raises(ValueError, match="deals at most"):
+        kern.decode(q, cache, bt, sl, num_splits=2, balanced=True)
+    sm90 = load_triton(spec, "sm90")
+    assert not sm90.variant.options.balanced_decode
+    with pytest.raises(ValueError, match="has no balanced decode"):
+        sm90.decode(q[:2], cache, bt[:2], sl[:2], num_splits=2, balanced=True)

@@ -33,7 +33,9 @@ GPU_TARGETS = {
     Target.GFX950: ("hip", "gfx950", 64),
 }
 EXAMPLE_HK, EXAMPLE_GQA, EXAMPLE_SPLITS = 8, 4, 16
-KERNELS = ("tq_store", "tq_prep_query", "tq_decode_split", "tq_decode_merge", "tq_dequant")
+EXAMPLE_BATCH_P2 = 64  # a balanced decode's BP (a power of two >= the batch)
+KERNELS = ("tq_store", "tq_prep_query", "tq_decode_split", "tq_decode_merge", "tq_decode_split:balanced",
+           "tq_decode_merge:balanced", "tq_dequant")
 
 
 @dataclass
@@ -58,20 +60,24 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
     rotated = rotates(v.spec)  # the decode reads tq_prep_query's queries
     prep = {"tq_prep_query": ({"q_ptr": f"*{dt}", "rot_ptr": "*fp32", "out_ptr": f"*{dt}", "n_rows": "i32", "qscale": "fp32"},
                               {"BLOCK_M": PREP_ROWS})} if rotated else {}
+    split_sig = {"q_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32", "seq_lens_ptr": "*i32",
+                 "klut_ptr": f"*{dt}", "vlut_ptr": f"*{dt}", "acc_ptr": "*fp32", "lse_ptr": "*fp32", "stride_bt": "i32",
+                 "window": "i32", "num_splits": "i32", "qscale": "fp32", "batch": "i32", "plan_ptr": "*i32"}
+    merge_sig = {"acc_ptr": "*fp32", "lse_ptr": "*fp32", "sinks_ptr": "*fp32", "out_ptr": f"*{dt}", "num_splits": "i32",
+                 "seq_lens_ptr": "*i32", "window": "i32", "batch": "i32", "plan_ptr": "*i32"}
     return prep | {
         "tq_store": ({"key_ptr": f"*{dt}", "value_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16",
                       "slot_ptr": "*i32",
                       "rot_ptr": "*fp32", "mid_ptr": "*fp32", "cent_ptr": "*fp32", "n_rows": "i32",
                       "stride_kn": "i32", "stride_kh": "i32", "stride_vn": "i32", "stride_vh": "i32"},
                      lay | {"BLOCK_M": o.store_block_m}),
-        "tq_decode_split": ({"q_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32",
-                             "seq_lens_ptr": "*i32", "klut_ptr": f"*{dt}", "vlut_ptr": f"*{dt}", "acc_ptr": "*fp32",
-                             "lse_ptr": "*fp32", "stride_bt": "i32", "window": "i32", "num_splits": "i32", "qscale": "fp32"},
-                            lay | {"G": g, "GP": gqa_rows(g), "BLOCK_N": o.block_n}),
-        "tq_decode_merge": ({"acc_ptr": "*fp32", "lse_ptr": "*fp32", "sinks_ptr": "*fp32", "out_ptr": f"*{dt}",
-                             "num_splits": "i32"},
-                            {"HQ": EXAMPLE_HK * g, "SP": EXAMPLE_SPLITS,
-                             "HAS_SINKS": True}),
+        "tq_decode_split": (split_sig, lay | {"G": g, "GP": gqa_rows(g), "BLOCK_N": o.block_n}),
+        "tq_decode_merge": (merge_sig, {"HQ": EXAMPLE_HK * g, "SP": EXAMPLE_SPLITS, "HAS_SINKS": True}),
+        # the length-balanced decode (BALANCED: the deal of the batch's programs by the sequences' tiles)
+        "tq_decode_split:balanced": (split_sig, lay | {"G": g, "GP": gqa_rows(g), "BLOCK_N": o.block_n,
+                                                       "BALANCED": True, "BP": EXAMPLE_BATCH_P2}),
+        "tq_decode_merge:balanced": (merge_sig, {"HQ": EXAMPLE_HK * g, "SP": EXAMPLE_SPLITS, "HAS_SINKS": True,
+                                                 "BALANCED": True, "G": g, "BLOCK_N": o.block_n}),
         "tq_dequant": ({"cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32", "seq_lens_ptr": "*i32", "rot_ptr": "*fp32",
                         "cent_ptr": "*fp32", "k_out_ptr": f"*{dt}", "v_out_ptr": f"*{dt}", "stride_bt": "i32",
                         "max_len": "i32"}, lay | {"BLOCK_N": o.dequant_block_n}),
@@ -102,13 +108,13 @@ def compile_variant(v: Variant, module, kernels: tuple[str, ...] | None = None) 
     gpu = GPUTarget(backend, arch, warp)
     out = []
     for name, (sig, consts) in kernel_signatures(v).items():
-        if kernels and name not in kernels:
+        if (kernels and name not in kernels) or (name.endswith(":balanced") and not v.options.balanced_decode):
             continue
-        fn = getattr(module, name)
+        fn = getattr(module, name.split(":")[0])  # "kernel:mode": a second specialisation of one kernel
         full_sig = dict(sig) | {k: "constexpr" for k in consts}
         ptr_attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
-        opts = v.options.launch_kwargs(v.target, decode=name == "tq_decode_split")
-        if name == "tq_decode_merge":
+        opts = v.options.launch_kwargs(v.target, decode=name.startswith("tq_decode_split"))
+        if name.startswith("tq_decode_merge"):
             opts = dict(opts, num_warps=v.options.merge_num_warps)
         rep = KernelReport(v.id, name, ok=False)
         try:

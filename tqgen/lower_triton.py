@@ -50,6 +50,9 @@ class TritonOptions:
     waves_per_eu: int = 0  # AMD only (0 = compiler default)
     matrix_instr_nonkdim: int = 0  # AMD MFMA size (0 = default, 16, 32)
     kpack: int = 1  # AMD only
+    # decode: length-balanced splits available (the split kernel's BALANCED specialisation, the launcher's default
+    # from 2 sequences); off where that specialisation does not compile cleanly (an override says why)
+    balanced_decode: bool = True
 
     def reasons(self, target: Target) -> list[Reason]:
         r = []
@@ -130,6 +133,11 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "fp8 keys: one warp on 16-token tiles, AoS 1088 / 969 us vs 1320 / 1328 (2 x 16) and 1963 / 1970 "
                    "(4 x 32), SoA 1108 / 990 vs 1395 / 1376 (2 x 16) (bench/results/h200-2026-12-02-ab23-triton-"
                    "tiles.md)"),
+    OptionOverride(Target.SM90, (("layout", "aos"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("head_dim", 128)),
+                   (("balanced_decode", False),),
+                   "AoS 4-bit keys at head_dim 128: the one-warp decode already takes 255 registers; the balanced "
+                   "specialisation's deal of the programs before the tile loop made ptxas keep 8-16 bytes of the loop "
+                   "on the stack (tqgen.compile_check, batch widths 16 and 64): its decode keeps the classic splits"),
     # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
     OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
                    "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "

@@ -214,14 +214,15 @@ DECODE_TOL = {torch.float16: 8 * 2**-11, torch.bfloat16: 8 * 2**-8}
 
 
 def check_decode(kern, spec: LayoutSpec, case: dict, cache: torch.Tensor, window: int, *,
-                 num_splits: int | None = None, what: str = "") -> list[torch.Tensor]:
+                 num_splits: int | None = None, what: str = "", balanced: bool | None = None) -> list[torch.Tensor]:
     """``kern.decode`` of a ``Case``'s query and tables over ``cache`` against the reference decode, plain and with
     the case's sinks and a sliding ``window``: finite and within DECODE_TOL of the query dtype (assertions naming
-    ``what``). Returns the two outputs."""
+    ``what``). ``balanced``: passed to the decode when not None. Returns the two outputs."""
     dt, outs = case["query"].dtype, []
+    kw = {} if balanced is None else {"balanced": balanced}
     for sinks, win in ((None, None), (case["sinks"], window)):
         out = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
-                          sliding_window=win, num_splits=num_splits)
+                          sliding_window=win, num_splits=num_splits, **kw)
         exp = ref.decode(spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
                          sliding_window=win)
         assert torch.isfinite(out).all(), f"{what}: non-finite decode output (sinks={sinks is not None})"

@@ -135,7 +135,9 @@ class TritonKernels:
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
         d = self.spec.head_dim
         ws = {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
-              "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device)}
+              "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device),
+              # a balanced decode's plan: each sequence's first program and programs, for the merge
+              "plan": torch.empty(batch, 2, dtype=torch.int32, device=device)}
         if rotates(self.spec):
             # the rotated, scaled queries (tq_prep_query's output): 2 bytes each, viewed as the query's bf16 / fp16
             ws["q"] = torch.empty(batch, num_q_heads, d, dtype=torch.int16, device=device)
@@ -150,7 +152,12 @@ class TritonKernels:
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
                num_splits: int | None = None, workspace: dict | None = None, out: torch.Tensor | None = None,
-               check: bool = True) -> torch.Tensor:
+               check: bool = True, balanced: bool | None = None) -> torch.Tensor:
+        """Split-KV decode: ``num_splits`` programs a (sequence, KV head) (default ``num_splits_for``), or with
+        ``balanced=True`` the batch's ``batch * num_splits`` programs a KV head dealt to the sequences by their tiles
+        (the template's ``_bal_deal``: a long sequence among short ones takes its share of the programs; on equal
+        lengths the classic splits), in the same workspace. ``None`` (default): balanced from 2 sequences when
+        there is more than one split (``BALANCED_MAX_BATCH`` sequences at most)."""
         s = self.spec
         if check:
             ref.check_decode_args(s, query, cache, block_table, seq_lens, sinks, sliding_window,
@@ -172,6 +179,16 @@ class TritonKernels:
         ws = workspace or self.workspace(b, hq, splits, cache.device)
         if ws["acc"].shape[2] != splits or ws["acc"].shape[0] < b:
             raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
+        fits = b <= BALANCED_MAX_BATCH and b * splits <= MAX_GRID_Y  # the deal's programs are the grid's y
+        if balanced is None:
+            balanced = self.variant.options.balanced_decode and fits and b > 1 and splits > 1
+        elif balanced and not self.variant.options.balanced_decode:
+            raise ValueError(f"{self.variant.id} has no balanced decode (TritonOptions.balanced_decode is off for it: "
+                             "see lower_triton.TRITON_OPTION_OVERRIDES): pass balanced=False or None")
+        elif balanced and not fits:
+            raise ValueError(f"a balanced decode deals at most {BALANCED_MAX_BATCH} sequences and {MAX_GRID_Y} programs "
+                             f"a KV head (batch x num_splits); got batch={b}, num_splits={splits}: pass balanced=False, "
+                             "fewer splits, or split the batch")
         klut, vlut = self._luts(cache.device, query.dtype)
         opts = self.variant.options
         kw = self._launch_kw(cache.device, decode=True)
@@ -185,19 +202,33 @@ class TritonKernels:
                 q, self._device_consts(cache.device)["rot"], rq, b * hq, qscale, BLOCK_M=PREP_ROWS,
                 **({"num_warps": 4} if cache.device.type == "cuda" else {}))
             q = rq
-        self.module.tq_decode_split[(b * hk, splits)](
-            q, cache, cache.view(torch.int16), block_table, seq_lens, klut, vlut, ws["acc"], ws["lse"],
-            block_table.stride(0), int(sliding_window or 0), splits, qscale,
-            **layout_constexprs(s, hk), G=g, GP=gqa_rows(g), BLOCK_N=opts.block_n, **kw)
+        if balanced and ("plan" not in ws or ws["plan"].shape[0] < b):
+            raise ValueError(f"a balanced decode needs the workspace's 'plan' buffer [>= {b}, 2] int32 (got keys "
+                             f"{sorted(ws)}): make the workspace with workspace(batch, num_q_heads, num_splits, device) "
+                             "or pass balanced=False")
+        window = int(sliding_window or 0)
         out = out if out is not None else torch.empty(b, hq, d, dtype=query.dtype, device=query.device)
+        if b == 0:
+            return out
+        sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else \
+            seq_lens.to(torch.int32).contiguous()
+        bal = {"BALANCED": True, "BP": max(16, 1 << (b - 1).bit_length()), "plan_ptr": ws["plan"]} if balanced else {}
+        grid = (hk, b * splits) if balanced else (b * hk, splits)
+        self.module.tq_decode_split[grid](
+            q, cache, cache.view(torch.int16), block_table, sl, klut, vlut, ws["acc"], ws["lse"],
+            block_table.stride(0), window, splits, qscale, b,
+            **layout_constexprs(s, hk), G=g, GP=gqa_rows(g), BLOCK_N=opts.block_n, **bal, **kw)
         sp = 1
         while sp < splits:
             sp *= 2
         has_sinks = sinks is not None
+        mkw = {"num_warps": opts.merge_num_warps} if cache.device.type == "cuda" else {}
+        if balanced:  # a sequence's pieces SP at a time: on equal lengths at most num_splits (one round of loads)
+            mkw |= dict(seq_lens_ptr=sl, window=window, batch=b, plan_ptr=ws["plan"], BALANCED=True, G=g,
+                        BLOCK_N=opts.block_n)
         self.module.tq_decode_merge[(b * hq,)](
             ws["acc"], ws["lse"], sinks.float().contiguous() if has_sinks else ws["lse"], out, splits,
-            HQ=hq, SP=sp, HAS_SINKS=has_sinks,
-            **({"num_warps": opts.merge_num_warps} if cache.device.type == "cuda" else {}))
+            HQ=hq, SP=sp, HAS_SINKS=has_sinks, **mkw)
         return out
 
     # ---------------------------------------------------------------- dequant
@@ -218,6 +249,12 @@ class TritonKernels:
             cache, cache.view(torch.int16), block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
             **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
         return k, v
+
+
+#: the most sequences a balanced Triton decode deals: every split and merge program loads all their lengths (a
+#: vector of the next power of two) and searches the deal on them
+BALANCED_MAX_BATCH = 1024
+MAX_GRID_Y = 65535  # a launch grid's y extent (CUDA, HIP)
 
 
 def triton_cdiv(a: int, b: int) -> int:
