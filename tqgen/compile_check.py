@@ -64,7 +64,7 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
                  "klut_ptr": f"*{dt}", "vlut_ptr": f"*{dt}", "acc_ptr": "*fp32", "lse_ptr": "*fp32", "stride_bt": "i32",
                  "window": "i32", "num_splits": "i32", "qscale": "fp32", "batch": "i32", "plan_ptr": "*i32"}
     merge_sig = {"acc_ptr": "*fp32", "lse_ptr": "*fp32", "sinks_ptr": "*fp32", "out_ptr": f"*{dt}", "num_splits": "i32",
-                 "seq_lens_ptr": "*i32", "window": "i32", "batch": "i32", "plan_ptr": "*i32"}
+                 "seq_lens_ptr": "*i32", "batch": "i32", "plan_ptr": "*i32"}
     return prep | {
         "tq_store": ({"key_ptr": f"*{dt}", "value_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16",
                       "slot_ptr": "*i32",
@@ -77,7 +77,7 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
         "tq_decode_split:balanced": (split_sig, lay | {"G": g, "GP": gqa_rows(g), "BLOCK_N": o.block_n,
                                                        "BALANCED": True, "BP": EXAMPLE_BATCH_P2}),
         "tq_decode_merge:balanced": (merge_sig, {"HQ": EXAMPLE_HK * g, "SP": EXAMPLE_SPLITS, "HAS_SINKS": True,
-                                                 "BALANCED": True, "G": g, "BLOCK_N": o.block_n}),
+                                                 "BALANCED": True, "G": g}),
         "tq_dequant": ({"cache_ptr": "*u8", "cache16_ptr": "*i16", "bt_ptr": "*i32", "seq_lens_ptr": "*i32", "rot_ptr": "*fp32",
                         "cent_ptr": "*fp32", "k_out_ptr": f"*{dt}", "v_out_ptr": f"*{dt}", "stride_bt": "i32",
                         "max_len": "i32"}, lay | {"BLOCK_N": o.dequant_block_n}),

@@ -224,8 +224,7 @@ class TritonKernels:
         has_sinks = sinks is not None
         mkw = {"num_warps": opts.merge_num_warps} if cache.device.type == "cuda" else {}
         if balanced:  # a sequence's pieces SP at a time: on equal lengths at most num_splits (one round of loads)
-            mkw |= dict(seq_lens_ptr=sl, window=window, batch=b, plan_ptr=ws["plan"], BALANCED=True, G=g,
-                        BLOCK_N=opts.block_n)
+            mkw |= dict(seq_lens_ptr=sl, batch=b, plan_ptr=ws["plan"], BALANCED=True, G=g)
         self.module.tq_decode_merge[(b * hq,)](
             ws["acc"], ws["lse"], sinks.float().contiguous() if has_sinks else ws["lse"], out, splits,
             HQ=hq, SP=sp, HAS_SINKS=has_sinks, **mkw)

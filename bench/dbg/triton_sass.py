@@ -5,6 +5,7 @@ registers and the stack frame, so a template or option change can be read before
     python bench/dbg/triton_sass.py 4bit_nc soa                         # the variant's own options
     python bench/dbg/triton_sass.py k8v4 aos decode_num_warps=2 block_n=16
     HEAD_DIM=64 python bench/dbg/triton_sass.py 3bit_nc soa --mix       # + the opcode mix
+    python bench/dbg/triton_sass.py k3v4_nc aos --balanced              # the length-balanced specialisation
 
 Needs cuobjdump and nvdisasm (tqgen.sass). Session 14's counts: bench/results/h200-2026-12-02-ab20-triton-ptx.md.
 """
@@ -35,6 +36,7 @@ def main(argv=None) -> int:
     ap.add_argument("layout", nargs="?", default="soa")
     ap.add_argument("options", nargs="*", help="TritonOptions overrides, field=value (ints)")
     ap.add_argument("--mix", action="store_true", help="print the loop's opcode mix")
+    ap.add_argument("--balanced", action="store_true", help="the decode's length-balanced specialisation")
     a = ap.parse_args(argv)
     import triton
     from triton.backends.compiler import GPUTarget
@@ -49,7 +51,7 @@ def main(argv=None) -> int:
         p.parent.mkdir()
         p.write_text(render_triton(v))
         fn = import_kernel_module(p).tq_decode_split
-        sig, consts = compile_check.kernel_signatures(v)["tq_decode_split"]
+        sig, consts = compile_check.kernel_signatures(v)["tq_decode_split" + (":balanced" if a.balanced else "")]
         attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
         opts = v.options.launch_kwargs(v.target, decode=True)
         ck = triton.compile(ASTSource(fn, dict(sig) | {k: "constexpr" for k in consts}, constexprs=consts, attrs=attrs),
