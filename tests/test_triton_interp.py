@@ -269,6 +269,13 @@ def test_balanced_deal_spreads_a_long_sequence():
             lse = rows.reshape(4, 2, 2, 4)[:, 0, 0, :]
             got = [int(torch.isfinite(lse[i]).sum()) for i in range(4)]
         assert got == want, (bal, got)
+    # the default: balanced here (the block table's 25 tiles are more than 4 splits); at 32 splits every classic split
+    # is one tile already, so the classic grid (the same calls bit for bit)
+    args = (case["query"], cache, case["block_table"], case["seq_lens"])
+    assert case["block_table"].shape[1] * 16 == 400
+    assert torch.equal(kern.decode(*args, num_splits=4), kern.decode(*args, num_splits=4, balanced=True))
+    assert torch.equal(kern.decode(*args, num_splits=32), kern.decode(*args, num_splits=32, balanced=False))
+    assert not torch.equal(kern.decode(*args, num_splits=4), kern.decode(*args, num_splits=4, balanced=False))
 
 
 def test_balanced_decode_refusals():

@@ -157,7 +157,8 @@ class TritonKernels:
         ``balanced=True`` the batch's ``batch * num_splits`` programs a KV head dealt to the sequences by their tiles
         (the template's ``_bal_deal``: a long sequence among short ones takes its share of the programs; on equal
         lengths the classic splits), in the same workspace. ``None`` (default): balanced from 2 sequences when
-        there is more than one split (``BALANCED_MAX_BATCH`` sequences at most)."""
+        there is more than one split and the block table holds more tiles than splits (else every classic split is one
+        tile already); ``BALANCED_MAX_BATCH`` sequences at most."""
         s = self.spec
         if check:
             ref.check_decode_args(s, query, cache, block_table, seq_lens, sinks, sliding_window,
@@ -181,7 +182,10 @@ class TritonKernels:
             raise ValueError(f"workspace holds {tuple(ws['acc'].shape)}; need batch ≥ {b} and {splits} splits")
         fits = b <= BALANCED_MAX_BATCH and b * splits <= MAX_GRID_Y  # the deal's programs are the grid's y
         if balanced is None:
-            balanced = self.variant.options.balanced_decode and fits and b > 1 and splits > 1
+            # where the block table's longest sequence would take one tile a split, the classic splits are already
+            # one tile each and the deal would only add its cost (B=4 L=1K: +1-3 us a call on the H200)
+            cap_tiles = -(-block_table.shape[1] * s.block_size // self.variant.options.block_n)
+            balanced = self.variant.options.balanced_decode and fits and b > 1 and splits > 1 and cap_tiles > splits
         elif balanced and not self.variant.options.balanced_decode:
             raise ValueError(f"{self.variant.id} has no balanced decode (TritonOptions.balanced_decode is off for it: "
                              "see lower_triton.TRITON_OPTION_OVERRIDES): pass balanced=False or None")
