@@ -741,7 +741,7 @@ class Bench:
             self.say(f"[bench] kv.workspace failed for {backend}: {e}; decode allocates its own scratch")
         if ws is not None and getattr(ws, "buffers", None) is not None:
             r["splits"] = ws.num_splits
-        # a mixed batch on the C++ decode: the balanced splits timed, and the classic grid on the same inputs
+        # a mixed batch on a decode with balanced splits (C++, Triton): those timed, and the classic grid on the same inputs
         modes = [True, False] if s.mix and kv.balanced_decode else [None]
         q, cache, bt, sl = ins[0]
         if modes[0]:
@@ -1259,8 +1259,8 @@ _OP_NOTES = {
               "[B,Hk,L,D], enable_gqa) / ours; x paged bf16 = a bf16 paged decode (flash-attn) / ours; mode eager = "
               "Python calls (small shapes then include host launch overhead), graph = CUDA-graph replay "
               "(--cuda-graph). mix: a batch of mixed lengths (L = the longest; one-long = one sequence of L and B - 1 of "
-              "L/32, ramp = L·i/B for i = 1..B; bytes count the tokens there are): on the C++ decode timed with "
-              "length-balanced splits (path balanced), classic us = the same inputs on the classic split grid, "
+              "L/32, ramp = L·i/B for i = 1..B; bytes count the tokens there are): a decode with length-balanced "
+              "splits (C++, Triton) timed with them (path balanced), classic us = the same inputs on the classic split grid, "
               "x classic = classic / balanced; no SDPA equivalent. L2 floor (--l2-floor, equal lengths): the same "
               "call with the block table folded into blocks that a quarter of L2 holds (reads hit L2): floor % "
               "ceiling = the packed bytes over that time, what the kernel's instructions allow without HBM.",
