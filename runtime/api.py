@@ -111,6 +111,9 @@ class _Kernels:
         return self.kern.dequant(cache, block_table, seq_lens, max_len, dtype, check=check)
 
 
+CPP_BACKENDS = (Backend.CUDA, Backend.HIP)  # the C++ kernels (cuda_launch)
+
+
 @dataclass
 class Workspace:
     """Decode scratch for up to ``max_batch`` sequences with a split count fixed at creation."""
@@ -152,8 +155,7 @@ class TurboQuantKV:
         cap = max_seq_len or 1 << 20
         splits = impl.kern.num_splits_for(max_batch, self.request.num_kv_heads, cap, torch.device(self.device))
         # the C++ decode: room for its balanced grid's width too (cuda_launch.balanced_width)
-        kw = {"num_kv_heads": self.request.num_kv_heads} if impl.kern.variant.backend in (Backend.CUDA, Backend.HIP) \
-            else {}
+        kw = {"num_kv_heads": self.request.num_kv_heads} if impl.kern.variant.backend in CPP_BACKENDS else {}
         bufs = impl.kern.workspace(max_batch, self.request.num_q_heads, splits, self.device, **kw)
         return Workspace(max_batch, splits, bufs)
 
@@ -169,7 +171,7 @@ class TurboQuantKV:
         if not isinstance(impl, _Kernels):
             return False
         v = impl.kern.variant
-        return v.backend in (Backend.CUDA, Backend.HIP) or (v.backend is Backend.TRITON and v.options.balanced_decode)
+        return v.backend in CPP_BACKENDS or (v.backend is Backend.TRITON and v.options.balanced_decode)
 
     def decode(self, query, cache, block_table, seq_lens, *, sinks=None, sliding_window=None, scale=None,
                workspace: Workspace | None = None, check: bool = True, balanced: bool | None = None) -> torch.Tensor:
@@ -291,7 +293,7 @@ def load(preset: str | LayoutSpec = "4bit_nc", *, layout: str = "aos", head_dim:
         if c.backend is Backend.TRITON:
             from tqgen.triton_launch import load_triton
             return _Kernels(load_triton(spec, target, c.kind))
-        if c.backend in (Backend.CUDA, Backend.HIP):
+        if c.backend in CPP_BACKENDS:
             from tqgen.cuda_launch import load_cuda
             return _Kernels(load_cuda(spec, target, c.kind, dev))
         raise RuntimeError(f"no loader for backend {c.backend}")

@@ -193,6 +193,10 @@ class TritonKernels:
             raise ValueError(f"a balanced decode deals at most {BALANCED_MAX_BATCH} sequences and {MAX_GRID_Y} programs "
                              f"a KV head (batch x num_splits); got batch={b}, num_splits={splits}: pass balanced=False, "
                              "fewer splits, or split the batch")
+        if balanced and ("plan" not in ws or ws["plan"].shape[0] < b):
+            raise ValueError(f"a balanced decode needs the workspace's 'plan' buffer [>= {b}, 2] int32 (got keys "
+                             f"{sorted(ws)}): make the workspace with workspace(batch, num_q_heads, num_splits, device) "
+                             "or pass balanced=False")
         klut, vlut = self._luts(cache.device, query.dtype)
         opts = self.variant.options
         kw = self._launch_kw(cache.device, decode=True)
@@ -206,10 +210,6 @@ class TritonKernels:
                 q, self._device_consts(cache.device)["rot"], rq, b * hq, qscale, BLOCK_M=PREP_ROWS,
                 **({"num_warps": 4} if cache.device.type == "cuda" else {}))
             q = rq
-        if balanced and ("plan" not in ws or ws["plan"].shape[0] < b):
-            raise ValueError(f"a balanced decode needs the workspace's 'plan' buffer [>= {b}, 2] int32 (got keys "
-                             f"{sorted(ws)}): make the workspace with workspace(batch, num_q_heads, num_splits, device) "
-                             "or pass balanced=False")
         window = int(sliding_window or 0)
         out = out if out is not None else torch.empty(b, hq, d, dtype=query.dtype, device=query.device)
         if b == 0:
@@ -254,8 +254,8 @@ class TritonKernels:
         return k, v
 
 
-#: the most sequences a balanced Triton decode deals: every split and merge program loads all their lengths (a
-#: vector of the next power of two) and searches the deal on them
+#: the most sequences a balanced Triton decode deals: every split program loads all their lengths (a vector of the
+#: next power of two) and searches the deal on them
 BALANCED_MAX_BATCH = 1024
 MAX_GRID_Y = 65535  # a launch grid's y extent (CUDA, HIP)
 
