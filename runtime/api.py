@@ -34,6 +34,9 @@ log = logging.getLogger("tqgen_runtime")
 #: Measured on the H200 with bench/runtime_h200.py (bench/results/h200-2026-11-30-runtime.md): the
 #: decode path wins up to 4 new tokens at 4K and 32K context (soa 4bit_nc), dequant + SDPA beyond.
 PREFILL_DECODE_MAX_TOKENS = int(os.environ.get("TQGEN_PREFILL_DECODE_MAX_TOKENS", "4"))
+#: A prefill dequantises the histories of its longer chunks together, at most this many bytes of bf16 K/V a call
+#: (a single longer sequence alone): one launch for many short histories, bounded scratch for long ones.
+PREFILL_DEQUANT_BYTES = int(os.environ.get("TQGEN_PREFILL_DEQUANT_BYTES", str(1 << 30)))
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -194,79 +197,166 @@ class TurboQuantKV:
     # ------------------------------------------------------------------ prefill
     def prefill(self, query, key, value, cache, slot_mapping, block_table, seq_lens, query_start_loc, *,
                 sinks=None, sliding_window=None, scale=None, decode_max_tokens: int | None = None,
-                stored: bool = False) -> torch.Tensor:
+                stored: bool = False, check: bool = True) -> torch.Tensor:
         """Attention for a varlen batch of new tokens, storing their K/V first.
 
         query [T, Hq, D], key/value [T, Hk, D] (the new tokens of every sequence, concatenated),
         query_start_loc [B+1] (cumulative), seq_lens [B] = context + new tokens. A sequence without
-        history attends its raw K/V (SDPA, causal); a continuation chunk of at most
-        ``decode_max_tokens`` new tokens runs the decode kernel with one query per token and per-token
-        lengths; a longer one dequantises its history once and runs SDPA. Either way the work per
-        chunk is linear in the context. ``stored=True``: the new K/V are already in the cache (key,
-        value and slot_mapping are then unused, and a sequence without history is an error)."""
+        history attends its raw K/V (SDPA, causal); the continuation chunks of at most ``decode_max_tokens``
+        new tokens run together through one decode call (one query per token, per-token lengths); a longer
+        chunk attends its dequantised sequence (history + its own stored tokens) by SDPA, bottom-right causal.
+        The dequant runs once for a group of such sequences (up to ``PREFILL_DEQUANT_BYTES`` of bf16 K/V a call),
+        and sequences of the same history and chunk length share one SDPA call. Either way the work per chunk is
+        linear in the context. One host read of ``query_start_loc`` / ``seq_lens`` (none when both are CPU
+        tensors: pass host copies where you have them) and, with ``check``, one of the validated tables and one of the
+        store's slots (``check=False``: the caller vouches for them, as in a serving loop).
+        ``stored=True``: the new K/V are already in the cache (key, value and slot_mapping are then unused, and a
+        sequence without history is an error)."""
         t, hq, d = query.shape
-        if (not stored and key.shape[0] != t) or query_start_loc.shape[0] != seq_lens.shape[0] + 1:
+        b = seq_lens.shape[0]
+        if (not stored and key.shape[0] != t) or query_start_loc.shape[0] != b + 1:
             raise ValueError(f"prefill: got query {tuple(query.shape)}, key "
                              f"{tuple(key.shape) if key is not None else None}, query_start_loc "
                              f"{tuple(query_start_loc.shape)}, seq_lens {tuple(seq_lens.shape)}; expected the same "
                              "number of new tokens in query and key and len(query_start_loc) == len(seq_lens) + 1")
         limit = PREFILL_DECODE_MAX_TOKENS if decode_max_tokens is None else decode_max_tokens
         scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+        dec = self._impl["decode"]
+        if check:
+            ref.check_cache(self.spec, cache)
+            ref.check_query(self.spec, query, t, cache.shape[2], sinks, sliding_window,
+                            (torch.float16, torch.bfloat16) + (() if isinstance(dec, _Kernels) else (torch.float32,)))
+            ref.check_tables(self.spec, cache, block_table, seq_lens)
         if not stored:
-            self.store(key, value, cache, slot_mapping)
+            self.store(key, value, cache, slot_mapping, check=check)
         out = torch.empty_like(query)
-        qsl = query_start_loc.tolist()
-        lens = seq_lens.tolist()
-        for i in range(len(lens)):
-            a, b = qsl[i], qsl[i + 1]
-            n_new = b - a
-            if n_new == 0:
-                continue
+        qsl, lens = _host_ints(query_start_loc, seq_lens)
+        if qsl[0] != 0 or qsl[-1] != t or any(qsl[i] > qsl[i + 1] for i in range(b)):
+            raise ValueError(f"prefill: query_start_loc {qsl[:8]}{' ...' if b >= 8 else ''} (last {qsl[-1]}) must "
+                             f"rise from 0 to the {t} new tokens of query")
+        short, long, fresh = [], [], []  # (sequence, first token, new tokens, history)
+        for i in range(b):
+            a, n_new = qsl[i], qsl[i + 1] - qsl[i]
             ctx = lens[i] - n_new
             if ctx < 0:
                 raise ValueError(f"prefill: sequence {i} has {n_new} new tokens but seq_len {lens[i]}; "
                                  "seq_lens must include the new tokens")
-            q = query[a:b]
-            if ctx == 0:
-                if stored:
-                    raise ValueError("prefill(stored=True) needs history: attend the first chunk on its raw K/V")
-                out[a:b] = _attention(q, key[a:b], value[a:b], ctx, scale, sinks, sliding_window)
-            elif n_new <= limit:
-                bt = block_table[i:i + 1].expand(n_new, -1)
-                per_token = torch.arange(ctx + 1, ctx + n_new + 1, device=seq_lens.device, dtype=seq_lens.dtype)
-                out[a:b] = self.decode(q, cache, bt, per_token, sinks=sinks, sliding_window=sliding_window,
-                                       scale=scale)
-            else:
-                k, v = self.dequant(cache, block_table[i:i + 1], seq_lens[i:i + 1], dtype=query.dtype)
-                out[a:b] = _attention(q, k[0].transpose(0, 1), v[0].transpose(0, 1), ctx, scale, sinks,
-                                      sliding_window)
+            if n_new == 0:
+                continue
+            if ctx == 0 and stored:
+                raise ValueError("prefill(stored=True) needs history: attend the first chunk on its raw K/V")
+            (fresh if ctx == 0 else short if n_new <= limit else long).append((i, a, n_new, ctx))
+        for i, a, n, _ in fresh:
+            out[a:a + n] = _attention(query[a:a + n], key[a:a + n], value[a:a + n], 0, scale, sinks, sliding_window)
+        if short:
+            self._prefill_by_decode(short, query, cache, block_table, out, scale, sinks, sliding_window)
+        if long:
+            self._prefill_by_dequant(long, query, cache, block_table, seq_lens, out, scale, sinks, sliding_window)
         return out
+
+    def _prefill_by_decode(self, seqs, query, cache, block_table, out, scale, sinks, window) -> None:
+        """One decode call for every new token of ``seqs`` (a row a token: its sequence's block table row, its own
+        length)."""
+        rows, src, lens = [], [], []
+        for i, a, n, ctx in seqs:
+            rows += range(a, a + n)
+            src += [i] * n
+            lens += range(ctx + 1, ctx + n + 1)
+        dev = block_table.device
+        idx = torch.tensor([src, lens], dtype=torch.int32).to(dev, non_blocking=True)
+        bt = block_table.index_select(0, idx[0])
+        first = rows[0]
+        contiguous = rows[-1] - first + 1 == len(rows)
+        if contiguous:
+            q = query[first:first + len(rows)]
+        else:
+            where = torch.tensor(rows, dtype=torch.int64).to(query.device, non_blocking=True)
+            q = query.index_select(0, where)
+        o = self.decode(q, cache, bt, idx[1], sinks=sinks, sliding_window=window, scale=scale, check=False)
+        if contiguous:
+            out[first:first + len(rows)] = o
+        else:
+            out.index_copy_(0, where, o.to(out.dtype))
+
+    def _prefill_by_dequant(self, seqs, query, cache, block_table, seq_lens, out, scale, sinks, window) -> None:
+        """Dequantise ``seqs`` (history + chunk) a group at a time (at most PREFILL_DEQUANT_BYTES of K/V a call, or
+        one sequence), then SDPA: one call for each run of sequences with the same history and chunk length."""
+        deq = self._impl["dequant"]
+        hk, d = cache.shape[2], self.spec.head_dim
+        per_token = 2 * hk * d * query.element_size()
+        j = 0
+        while j < len(seqs):
+            e, top = j + 1, seqs[j][2] + seqs[j][3]  # the group seqs[j:e], its longest sequence
+            while e < len(seqs) and (e + 1 - j) * max(top, seqs[e][2] + seqs[e][3]) * per_token <= PREFILL_DEQUANT_BYTES:
+                top = max(top, seqs[e][2] + seqs[e][3])
+                e += 1
+            group = seqs[j:e]
+            pick = torch.tensor([s[0] for s in group], dtype=torch.int64).to(block_table.device, non_blocking=True)
+            k, v = deq.dequant(cache, block_table.index_select(0, pick), seq_lens.to(cache.device).index_select(0, pick),
+                               top, query.dtype, check=False)  # [G, Hk, top, D]
+            r = 0
+            while r < len(group):  # runs of the same (history, chunk): one SDPA call each
+                _, a, n, ctx = group[r]
+                f = r + 1
+                while f < len(group) and group[f][2:] == (n, ctx) and group[f][1] == group[f - 1][1] + n:
+                    f += 1
+                qq = query[a:a + n * (f - r)].unflatten(0, (f - r, n))  # [runs, n, Hq, D]
+                o = _attention_batch(qq, k[r:f, :, :ctx + n], v[r:f, :, :ctx + n], ctx, scale, sinks, window)
+                out[a:a + n * (f - r)] = o.flatten(0, 1)
+                r = f
+            j = e
 
     def __repr__(self) -> str:
         return f"TurboQuantKV({self.spec.token} on {self.target}, variants={self.variants})"
 
 
+def _host_ints(*xs: torch.Tensor) -> list[list[int]]:
+    """Integer tensors as host lists, read in one transfer (none for CPU tensors)."""
+    if all(x.device.type == "cpu" for x in xs):
+        return [x.tolist() for x in xs]
+    dev = next(x.device for x in xs if x.device.type != "cpu")
+    flat = torch.cat([x.to(dev, torch.int64).reshape(-1) for x in xs]).tolist()
+    out, o = [], 0
+    for x in xs:
+        out.append(flat[o:o + x.numel()])
+        o += x.numel()
+    return out
+
+
 def _attention(q, k, v, q_offset: int, scale: float, sinks, window) -> torch.Tensor:
     """q [n, Hq, D] at positions q_offset.. ; k, v [L, Hk, D] at 0..L-1 → [n, Hq, D] (causal)."""
-    n, hq, d = q.shape
-    L, hk, _ = k.shape
+    return _attention_batch(q[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None], q_offset, scale, sinks,
+                            window)[0]
+
+
+def _attention_batch(q, k, v, q_offset: int, scale: float, sinks, window) -> torch.Tensor:
+    """q [B, n, Hq, D] at positions q_offset.. ; k, v [B, Hk, L, D] at 0..L-1, L = q_offset + n → [B, n, Hq, D]
+    (causal). Without sinks or a window: SDPA with torch's bottom-right causal bias (flash / memory-efficient
+    kernels on the GPU, no mask in memory); else the mask or the sinks' softmax in float32."""
+    bsz, n, hq, d = q.shape
+    hk, L = k.shape[1], k.shape[2]
+    qt = q.transpose(1, 2)  # [B, Hq, n, D]
+    if sinks is None and not window and q.device.type == "cuda":
+        from torch.nn.attention.bias import causal_lower_right
+        causal = dict(is_causal=True) if n == L else dict(attn_mask=causal_lower_right(n, L))
+        o = F.scaled_dot_product_attention(qt, k, v, scale=scale, enable_gqa=hq != hk, **causal)
+        return o.transpose(1, 2)
     qpos = torch.arange(q_offset, q_offset + n, device=q.device)[:, None]
     kpos = torch.arange(L, device=q.device)[None, :]
     mask = kpos <= qpos
     if window:
         mask &= kpos > qpos - window
     if sinks is None:
-        o = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
-                                           attn_mask=mask[None, None], scale=scale, enable_gqa=hq != hk)
-        return o[0].transpose(0, 1)
+        o = F.scaled_dot_product_attention(qt, k, v, attn_mask=mask[None, None], scale=scale, enable_gqa=hq != hk)
+        return o.transpose(1, 2)
     g = hq // hk
-    kk = k.float().repeat_interleave(g, dim=1).transpose(0, 1)  # [Hq, L, D]
-    vv = v.float().repeat_interleave(g, dim=1).transpose(0, 1)
-    logits = torch.einsum("nhd,hld->hnl", q.float(), kk) * scale
-    logits = logits.masked_fill(~mask[None], float("-inf"))
-    s = sinks.float().to(q.device)[:, None, None].expand(hq, n, 1)
+    kk = k.float().repeat_interleave(g, dim=1)  # [B, Hq, L, D]
+    vv = v.float().repeat_interleave(g, dim=1)
+    logits = torch.einsum("bhnd,bhld->bhnl", qt.float(), kk) * scale
+    logits = logits.masked_fill(~mask, float("-inf"))
+    s = sinks.float().to(q.device)[None, :, None, None].expand(bsz, hq, n, 1)
     p = torch.softmax(torch.cat([logits, s], dim=-1), dim=-1)[..., :L]
-    return torch.einsum("hnl,hld->nhd", p, vv).to(q.dtype)
+    return torch.einsum("bhnl,bhld->bnhd", p, vv).to(q.dtype)
 
 
 def load(preset: str | LayoutSpec = "4bit_nc", *, layout: str = "aos", head_dim: int = 128, num_kv_heads: int = 8,

@@ -369,18 +369,18 @@ def test_table_checks_read_the_device_once(monkeypatch):
     for name in ("tolist", "item", "__int__", "__bool__", "__index__", "cpu", "numpy"):
         orig = getattr(torch.Tensor, name)
         monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=orig, _n=name: reads.append(_n) or _o(self, *a))
-    ref._check_tables(spec, cache, bt, lens)
+    ref.check_tables(spec, cache, bt, lens)
     assert reads == ["cpu", "numpy"], reads  # one read back: a copy to the host, viewed as an array
     bad = bt.clone()
     bad[37, 2] = b * nblk  # past the cache, inside sequence 37's three blocks
     bad[50, 3] = -1  # outside every sequence's blocks: ignored
     with pytest.raises(ValueError, match=r"block_table\[37\]: got entries \[148, 149, 256\]"):
-        ref._check_tables(spec, cache, bad, lens)
+        ref.check_tables(spec, cache, bad, lens)
     for i, n, what in ((5, -1, "min -1"), (9, nblk * spec.block_size + 1, f"max {nblk * spec.block_size + 1}")):
         wrong = lens.clone()
         wrong[i] = n
         with pytest.raises(ValueError, match=f"seq_lens: got {what}"):
-            ref._check_tables(spec, cache, bt, wrong)
+            ref.check_tables(spec, cache, bt, wrong)
 
 
 def test_e4b15_matches_tritons_gpu_conversion():

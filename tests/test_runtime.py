@@ -1,6 +1,7 @@
 """tqgen_runtime: device detection, selection chains with reasons, fallback on load failure, forced
 backends, and the public API on the CPU (reference and the Triton interpreter)."""
 
+import itertools
 import math
 
 import pytest
@@ -229,6 +230,73 @@ def test_prefill_varlen_batch():
     with pytest.raises(ValueError, match="query_start_loc"):
         kv.prefill(q, k, k, cache, slots, bt, torch.tensor([35, 0, 40], dtype=torch.int32),
                    torch.tensor([0, 5, 45], dtype=torch.int32))
+
+
+def _varlen_prefill_case(spec, hk, hq, ctxs, news, seed):
+    """Sequences with the given histories (stored) and new chunks, a 4-block table row each; the new tokens'
+    query/key/value, slots, seq_lens and query_start_loc."""
+    g = torch.Generator().manual_seed(seed)
+    bs, nb = spec.block_size, 4
+    cache = ref.allocate(spec, nb * len(ctxs), hk, "cpu")
+    bt = torch.arange(nb * len(ctxs), dtype=torch.int32).reshape(len(ctxs), nb)
+    slots = []
+    for i, (c, n) in enumerate(zip(ctxs, news)):
+        hist = torch.randn(c, hk, spec.head_dim, generator=g).to(torch.bfloat16)
+        ref.store(spec, hist, hist * 0.5, cache, (i * nb * bs + torch.arange(c)).to(torch.int32))
+        slots.append(i * nb * bs + torch.arange(c, c + n))
+    t = sum(news)
+    q = torch.randn(t, hq, spec.head_dim, generator=g).to(torch.bfloat16)
+    k = torch.randn(t, hk, spec.head_dim, generator=g).to(torch.bfloat16)
+    v = torch.randn(t, hk, spec.head_dim, generator=g).to(torch.bfloat16)
+    lens = torch.tensor([c + n for c, n in zip(ctxs, news)], dtype=torch.int32)
+    qsl = torch.tensor([0] + list(itertools.accumulate(news)), dtype=torch.int32)
+    return cache, bt, q, k, v, torch.cat(slots).to(torch.int32), lens, qsl
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_prefill_batch_equals_one_sequence_at_a_time(backend, monkeypatch):
+    """A varlen batch mixing every path (a first chunk, short chunks through one decode call, longer ones through
+    the grouped dequant + SDPA; runs of equal history and chunk length share an SDPA call, a first chunk between
+    two such sequences breaks the run) equals the same sequences prefilled one call each, and the short chunks
+    equal the reference decode. Tolerance: one bf16 ulp of the output's largest magnitude (at most 2^-7 of max |out|:
+    8 significant bits), the rounding of one differently batched SDPA / decode call; the reference decode within
+    DECODE_TOL."""
+    kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=2, num_q_heads=4, head_dim=64, device="cpu",
+                  backend=backend)
+    ctxs, news = [30, 20, 0, 20, 20, 20, 9, 0], [3, 12, 7, 12, 12, 12, 2, 0]
+    cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, ctxs, news, seed=4)
+    single = cache.clone()
+    # two sequences' K/V (32 tokens, 2 heads, D 64, K and V in bf16) a dequant call at most: the four longer chunks
+    # take two calls, [1, 3] (a first chunk between them: two SDPA calls) and [4, 5] (one)
+    monkeypatch.setattr(tqr.api, "PREFILL_DEQUANT_BYTES", 2 * 32 * 2 * 2 * 64 * 2)
+    calls = []
+    sdpa = tqr.api._attention_batch
+    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(q_.shape[:2]) or sdpa(q_, *a))
+    out = kv.prefill(q, k, v, cache, slots, bt, lens, qsl)
+    assert calls == [(1, 7), (1, 12), (1, 12), (2, 12)]  # the first chunk, then the runs
+    want = torch.zeros_like(out)
+    for i, (c, n) in enumerate(zip(ctxs, news)):
+        a, e = int(qsl[i]), int(qsl[i + 1])
+        if n:
+            want[a:e] = kv.prefill(q[a:e], k[a:e], v[a:e], single, slots[a:e], bt[i:i + 1], lens[i:i + 1],
+                                   torch.tensor([0, n], dtype=torch.int32))
+    assert torch.equal(cache, single)
+    ulp = 2.0 ** -7 * float(want.abs().max())
+    assert float((out.float() - want.float()).abs().max()) <= ulp
+    for i in (0, 5):  # the short chunks: the reference decode, one row a new token
+        a, e, c = int(qsl[i]), int(qsl[i + 1]), ctxs[i]
+        exp = ref.decode(kv.spec, q[a:e], cache, bt[i:i + 1].expand(e - a, -1).contiguous(),
+                         torch.arange(c + 1, c + e - a + 1, dtype=torch.int32))
+        assert rel_err(out[a:e], exp) <= DECODE_TOL[torch.bfloat16]
+
+
+def test_prefill_rejects_bad_query_start_loc():
+    kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=2, num_q_heads=4, head_dim=64, device="cpu")
+    cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, [5, 6], [2, 3], seed=5)
+    with pytest.raises(ValueError, match="must rise from 0 to the 5 new tokens"):
+        kv.prefill(q, k, v, cache, slots, bt, lens, torch.tensor([0, 3, 4], dtype=torch.int32))
+    with pytest.raises(ValueError, match="query: got"):
+        kv.prefill(q.float(), k, v, cache, slots, bt, lens, qsl)
 
 
 def test_nvidia_store_of_fp8_keys_into_aos_prefers_triton():

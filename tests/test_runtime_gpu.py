@@ -52,6 +52,64 @@ def test_prefill_continuation_paths_agree(preset):
     assert rel_err(outs[0], outs[1]) <= DECODE_TOL[torch.bfloat16]
 
 
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+@pytest.mark.parametrize("preset,layout", [("4bit_nc", "soa"), ("k3v4_nc", "aos")])
+def test_prefill_batch_on_gpu(preset, layout, backend):
+    """A varlen batch of every prefill path on the GPU (a first chunk and the longer chunks through torch's flash /
+    memory-efficient SDPA with the bottom-right causal bias, the short chunks through one decode call, a run of
+    equal chunks in one SDPA call) equals the sequences prefilled one call each within one bf16 ulp of max |out|
+    (at most 2^-7 of it, 8 significant bits: one rounding of a differently batched kernel, whose fp32 sums may be
+    ordered differently), the short chunks equal the reference decode within
+    DECODE_TOL, and every longer chunk equals an fp32 SDPA with the explicit causal mask over the reference's
+    dequantised cache within DECODE_TOL (the kernel's bf16 K/V and output roundings)."""
+    kv = tqr.load(preset, layout=layout, num_kv_heads=8, num_q_heads=32, device="cuda", backend=backend)
+    g = torch.Generator(device="cuda").manual_seed(11)
+    ctxs, news = [300, 1000, 0, 1000, 1000, 7, 0], [3, 40, 50, 40, 40, 1, 0]
+    nb = 80  # blocks a sequence (1280 tokens)
+    cache = kv.allocate(nb * len(ctxs))
+    bt = torch.arange(nb * len(ctxs), dtype=torch.int32, device="cuda").reshape(len(ctxs), nb)
+    slots = []
+    for i, (c, n) in enumerate(zip(ctxs, news)):
+        hist = torch.randn(c, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+        base = i * nb * 16
+        kv.store(hist, hist * 0.5, cache, torch.arange(base, base + c, dtype=torch.int32, device="cuda"))
+        slots.append(torch.arange(base + c, base + c + n, device="cuda"))
+    t = sum(news)
+    q = torch.randn(t, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(t, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+    v = torch.randn(t, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+    slots = torch.cat(slots).to(torch.int32)
+    lens = torch.tensor([c + n for c, n in zip(ctxs, news)], dtype=torch.int32, device="cuda")
+    qsl = [0]
+    for n in news:
+        qsl.append(qsl[-1] + n)
+    single = cache.clone()
+    # the batch with host copies of seq_lens / query_start_loc (no device read), the single calls with device tensors
+    out = kv.prefill(q, k, v, cache, slots, bt, lens.cpu(), torch.tensor(qsl, dtype=torch.int32))
+    assert torch.equal(cache, single) is False  # the batch stored its new tokens
+    for i, n in enumerate(news):
+        a, e = qsl[i], qsl[i + 1]
+        if not n:
+            continue
+        one = kv.prefill(q[a:e], k[a:e], v[a:e], single, slots[a:e], bt[i:i + 1], lens[i:i + 1],
+                         torch.tensor([0, n], dtype=torch.int32, device="cuda"))
+        assert float((out[a:e].float() - one.float()).abs().max()) <= 2.0 ** -7 * float(one.abs().max()), i
+        c = ctxs[i]
+        if c and n <= tqr.api.PREFILL_DECODE_MAX_TOKENS:
+            exp = ref.decode(kv.spec, q[a:e], cache, bt[i:i + 1].expand(n, -1).contiguous(),
+                             torch.arange(c + 1, c + n + 1, dtype=torch.int32, device="cuda"))
+            assert rel_err(out[a:e], exp) <= DECODE_TOL[torch.bfloat16], i
+        elif c:  # the flash / memory-efficient SDPA against the explicit mask over the reference's dequantised K/V
+            kr, vr = ref.dequant(kv.spec, cache, bt[i:i + 1], lens[i:i + 1])
+            pos = torch.arange(c, c + n, device="cuda")[:, None]
+            mask = torch.arange(c + n, device="cuda")[None, :] <= pos
+            exp = torch.nn.functional.scaled_dot_product_attention(
+                q[a:e].float().transpose(0, 1)[None], kr.repeat_interleave(4, 1), vr.repeat_interleave(4, 1),
+                attn_mask=mask[None, None])[0].transpose(0, 1)
+            assert rel_err(out[a:e], exp) <= DECODE_TOL[torch.bfloat16], i
+    assert torch.equal(cache, single)  # one call at a time stored the same slots
+
+
 def test_cuda_graph_store_and_decode_replay():
     kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device="cuda")
     b, max_blocks = 16, 64

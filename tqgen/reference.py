@@ -289,7 +289,9 @@ def store(spec: LayoutSpec, key: torch.Tensor, value: torch.Tensor, cache: torch
     _write_fields(bl, cache, fields, blk, t, hh)
 
 
-def _check_tables(spec, cache, block_table, seq_lens) -> None:
+def check_tables(spec, cache, block_table, seq_lens) -> None:
+    """block_table [B, max_blocks] and seq_lens [B]: types and shapes, then every value on the tables' device (one
+    host read): lengths in 0..max_blocks·block_size, every block a sequence uses inside the cache."""
     if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2 or block_table.dtype not in (torch.int32, torch.int64):
         raise _fail("block_table", _describe(block_table), "int32 [B, max_blocks]", "")
     b = block_table.shape[0]
@@ -344,7 +346,7 @@ def dequant(spec: LayoutSpec, cache: torch.Tensor, block_table: torch.Tensor, se
             ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cache → float32 K (original, un-rotated domain) and V, [B, Hk, max_len, D]; zeros past seq_len."""
     check_cache(spec, cache)
-    _check_tables(spec, cache, block_table, seq_lens)
+    check_tables(spec, cache, block_table, seq_lens)
     bl = derive_layout(spec)
     b, h, d = block_table.shape[0], cache.shape[2], spec.head_dim
     max_len = int(seq_lens.max()) if b else 0
@@ -362,7 +364,7 @@ def dequant_len(spec: LayoutSpec, cache, block_table, seq_lens, max_len: int | N
     given — a host sync: pass max_len to avoid it)."""
     if check:
         check_cache(spec, cache)
-        _check_tables(spec, cache, block_table, seq_lens)
+        check_tables(spec, cache, block_table, seq_lens)
     if max_len is None:
         max_len = int(seq_lens.max()) if seq_lens.numel() else 0
     return max_len
@@ -372,12 +374,17 @@ def check_decode_args(spec: LayoutSpec, query, cache, block_table, seq_lens, sin
                       query_dtypes=(torch.float16, torch.bfloat16, torch.float32)) -> None:
     """Every decode input check, shared by the oracle and the kernel launchers."""
     check_cache(spec, cache)
-    _check_tables(spec, cache, block_table, seq_lens)
-    hk = cache.shape[2]
+    check_tables(spec, cache, block_table, seq_lens)
+    check_query(spec, query, block_table.shape[0], cache.shape[2], sinks, sliding_window, query_dtypes)
+
+
+def check_query(spec: LayoutSpec, query, rows: int, hk: int, sinks=None, sliding_window=None,
+                query_dtypes=(torch.float16, torch.bfloat16, torch.float32)) -> None:
+    """The host-side decode checks of the query [rows, Hq, D], sinks and window (no device reads)."""
     if not isinstance(query, torch.Tensor) or query.dim() != 3 or query.shape[2] != spec.head_dim \
-            or query.shape[0] != block_table.shape[0] or query.dtype not in query_dtypes:
+            or query.shape[0] != rows or query.dtype not in query_dtypes:
         names = "/".join({torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[d] for d in query_dtypes)
-        raise _fail("query", _describe(query), f"{names} [{block_table.shape[0]}, Hq, {spec.head_dim}]", "")
+        raise _fail("query", _describe(query), f"{names} [{rows}, Hq, {spec.head_dim}]", "")
     hq = query.shape[1]
     if hq % hk:
         raise _fail("num_q_heads", hq, f"a multiple of num_kv_heads={hk}", "GQA groups must be whole.")

@@ -1,6 +1,6 @@
 """Eager cost of the decode's argument checks (debug): wall time per call, back to back, with check=True and
 check=False, per backend and shape (k8v4 SoA, D=128, Hq 32, Hk 8). The checks read the device once a call
-(reference._check_tables), which waits for the work queued before it.
+(reference.check_tables), which waits for the work queued before it.
 Usage: python bench/dbg/check_cost.py [preset] [layout]"""
 import sys
 import time
