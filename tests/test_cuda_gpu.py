@@ -95,6 +95,9 @@ def test_variant_matches_reference(variant):
             assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
             kb, vb = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.bfloat16)
             assert rel_err(kb, ek) < 2**-8 and rel_err(vb, ev) < 2**-8
+            kh, vh = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float16)
+            assert rel_err(kh, ek) < 2**-11 and rel_err(vh, ev) < 2**-11  # one fp16 rounding
+            assert not kh[0, :, 513:].any() and not vh[2, :, 77:].any()  # zeros past each length
 
 
 def _special_rows(d: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:

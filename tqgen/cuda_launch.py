@@ -550,8 +550,8 @@ class CudaKernels:
         bt = block_table if (block_table.dtype == torch.int32 and block_table.stride(1) == 1) \
             else block_table.to(torch.int32).contiguous()
         sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
-        w = self.variant.options.row_warps
-        self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / w), b * hk, 1), 32 * w, [
+        w, nt = self.variant.options.row_warps, self.variant.options.dequant_tokens  # a warp: nt tokens
+        self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / (w * nt)), b * hk, 1), 32 * w, [
             _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(k), _ptr(v), ctypes.c_int(hk),
             ctypes.c_int(max_len), self._layout(hk)], self._stream(cache.device))
         return k, v

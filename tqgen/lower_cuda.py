@@ -216,6 +216,9 @@ class CudaOptions:
     decode_warps: int = 2  # logical warps per decode block; each warp is one split (H200 sweep: 2 best)
     decode_min_blocks: int = 8  # __launch_bounds__ minimum resident blocks: 128 registers, 16 warps per SM
     row_warps: int = 4  # store / dequant: one logical warp per (token, head) row
+    # dequant: consecutive tokens a warp, their loads issued together (H200, bench/results/h200-2026-12-04-prefill-v2.md:
+    # one token a warp held each warp on its token's chain of dependent loads)
+    dequant_tokens: int = 4
     tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
     q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed
     stages: int = 3  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
@@ -260,6 +263,8 @@ class CudaOptions:
             v = getattr(self, name)
             if v not in (1, 2, 4, 8):
                 r.append(Reason(name, v, [1, 2, 4, 8]))
+        if self.dequant_tokens not in (1, 2, 4, 8, 16):
+            r.append(Reason("dequant_tokens", self.dequant_tokens, [1, 2, 4, 8, 16]))
         if self.tile != 16:
             r.append(Reason("tile", self.tile, [16], "the fragment layout fixes 16 tokens per step"))
         if self.stages != 0 and not 2 <= self.stages <= 8:
