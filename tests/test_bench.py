@@ -203,6 +203,10 @@ def test_mixed_lengths():
     assert m and all(s.op == "decode" and s.mix and s.l == 32 * K for s in m)
     assert Shape("decode", 32, 32 * K, *MAIN, mix="one-long") in m
     assert Shape("decode", 32, 32 * K, *MAIN, mix="one-long").label() == "decode B=32 L=32768 mix=one-long Hq32 Hk8 D128"
+    # the prefill suite: both prefill paths (4 and 512 new tokens) and the dequant behind the longer chunks
+    pf = suite_shapes("prefill", 4)
+    assert {(s.op, s.n) for s in pf} == {("prefill", 4), ("prefill", 512), ("dequant", 0)}
+    assert len(pf) == 3 * 2 * 2 + 3 * 2 and all((s.hq, s.hk, s.d) == MAIN for s in pf)
     # the targets are on equal lengths: a mixed row at a target shape is not evaluated
     r = _row("decode", "4bit_nc", 10.0, b=32, l=32 * K)
     assert evaluate_targets([dict(r, mix="one-long")]) == [] and evaluate_targets([r])

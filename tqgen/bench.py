@@ -58,7 +58,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
 
 OPS = ("decode", "store", "dequant", "prefill")
-SUITES = ("targets", "sweep", "full", "smoke", "mixed")
+SUITES = ("targets", "sweep", "full", "smoke", "mixed", "prefill")
 BACKEND_NAMES = ("cuda", "hip", "triton", "triton:gfx950_mfma", "reference")
 K = 1024
 
@@ -70,6 +70,7 @@ BATCHES = (1, 8, 32, 128)
 LENGTHS = (1 * K, 4 * K, 16 * K, 32 * K, 128 * K)
 STORE_TOKENS = (1 * K, 16 * K, 64 * K, 256 * K, 1024 * K)
 PREFILL_CHUNK = 512  # a continuation chunk long enough for the dequant + SDPA path
+PREFILL_BATCHES, PREFILL_LENGTHS = (1, 8, 32), (4 * K, 32 * K)  # --suite prefill
 
 DTYPE_BYTES = 2  # bf16 query, K/V, outputs
 FLUSH_BYTES = 256 * 10**6  # like triton.testing.do_bench
@@ -151,6 +152,10 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
         return [Shape("decode", 32, 32 * K, *MAIN, mix=m) for m in MIXES] + [
             Shape("decode", 8, 32 * K, *MAIN, mix="ramp"), Shape("decode", 128, 32 * K, *MAIN, mix="one-long"),
             Shape("decode", 32, 32 * K, *SMOLLM2, mix="one-long")]
+    if suite == "prefill":  # continuation chunks of both paths and the dequant behind the longer ones
+        return [Shape("prefill", b, l, *MAIN, n=n) for b in PREFILL_BATCHES for l in PREFILL_LENGTHS
+                for n in (small, PREFILL_CHUNK)] + [Shape("dequant", b, l, *MAIN) for b in PREFILL_BATCHES
+                                                    for l in PREFILL_LENGTHS]
     if suite == "targets":
         return [Shape("decode", b, l, *MAIN) for b, l in TARGET_DECODE_SHAPES] + [
             Shape("decode", 1, 4 * K, *MAIN), Shape("decode", 32, 32 * K, *SMOLLM2),
@@ -895,8 +900,10 @@ class Bench:
             sl = torch.full((b,), l + n, dtype=torch.int32, device=self.dev)
             qsl = torch.arange(0, b * n + 1, n, dtype=torch.int32, device=self.dev)
             ins.append((q, k, v, cache, slots, bt, sl, qsl))
-        fns = [lambda i=i: kv.prefill(*i) for i in ins]
-        out0 = fns[0]()
+        # without the argument checks (as decode / store / dequant are timed: serving loops pass check=False); the
+        # one host read of query_start_loc / seq_lens stays (device tensors here)
+        fns = [lambda i=i: kv.prefill(*i, check=False) for i in ins]
+        out0 = kv.prefill(*ins[0])
         r["check"] = ("ok (finite; prefill composes the checked store/decode/dequant)"
                       if bool(torch.isfinite(out0).all()) else "MISMATCH: non-finite values in the output")
         flush, l2 = self.l2_plan(per_set, sets)
@@ -1270,7 +1277,8 @@ _OP_NOTES = {
                "on the same shape / ours (dequant is the continuation-prefill path, not a decode).",
     "prefill": "`kv.prefill` of a continuation chunk (new tokens after L of history, per sequence); path = the "
                "runtime's choice (decode kernel per token for <= PREFILL_DECODE_MAX_TOKENS new tokens, else dequant "
-               "+ SDPA); bytes per path (see tqgen.bench.prefill_bytes); x SDPA = bf16 SDPA of the chunk on contiguous "
+               "+ SDPA); eager calls with check=False (the one host read of query_start_loc / seq_lens, device tensors, "
+               "stays); bytes per path (see tqgen.bench.prefill_bytes); x SDPA = bf16 SDPA of the chunk on contiguous "
                "K/V (causal_lower_right) / ours.",
 }
 
