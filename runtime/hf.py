@@ -287,14 +287,14 @@ def tqgen_attention(module, query, key, value, attention_mask, dropout=0.0, scal
             hist.append((r, n, q))
         layer.lengths[r] += n
     if hist:
-        dev = query.device
         rs = [r for r, _, _ in hist]
         qsl = [0]
         for _, n, _ in hist:
             qsl.append(qsl[-1] + n)
+        # lengths and boundaries as host tensors (the prefill reads nothing back); the tables are this cache's own
         o = kv.prefill(torch.cat([q for _, _, q in hist]).to(bf), None, None, layer.paged, None, layer.block_table(rs),
-                       torch.tensor([layer.lengths[r] for r in rs], dtype=torch.int32, device=dev),
-                       torch.tensor(qsl, dtype=torch.int32, device=dev), scale=scaling, stored=True)
+                       torch.tensor([layer.lengths[r] for r in rs], dtype=torch.int32),
+                       torch.tensor(qsl, dtype=torch.int32), scale=scaling, stored=True, check=False)
         for (r, n, _), a in zip(hist, qsl):
             out[r, t - n:] = o[a:a + n].to(query.dtype)
     return out, None
