@@ -207,9 +207,10 @@ class TurboQuantKV:
         chunk attends its dequantised sequence (history + its own stored tokens) by SDPA, bottom-right causal.
         The dequant runs once for a group of such sequences (up to ``PREFILL_DEQUANT_BYTES`` of bf16 K/V a call),
         and sequences of the same history and chunk length share one SDPA call. Either way the work per chunk is
-        linear in the context. One host read of ``query_start_loc`` / ``seq_lens`` (none when both are CPU
-        tensors: pass host copies where you have them) and, with ``check``, one of the validated tables and one of the
-        store's slots (``check=False``: the caller vouches for them, as in a serving loop).
+        linear in the context. One host read: ``query_start_loc`` / ``seq_lens`` (nothing to read when both are CPU
+        tensors and ``check=False``: pass host copies where you have them) and, with ``check``, the values of the
+        tables' and the store's checks in the same transfer (``check=False``: the caller vouches for them, as in a
+        serving loop).
         ``stored=True``: the new K/V are already in the cache (key, value and slot_mapping are then unused, and a
         sequence without history is an error)."""
         t, hq, d = query.shape
@@ -222,15 +223,19 @@ class TurboQuantKV:
         limit = PREFILL_DECODE_MAX_TOKENS if decode_max_tokens is None else decode_max_tokens
         scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
         dec = self._impl["decode"]
+        flags = []  # with check: the tables' and the store's values, read back with the lengths in one transfer
         if check:
             ref.check_cache(self.spec, cache)
             ref.check_query(self.spec, query, t, cache.shape[2], sinks, sliding_window,
                             (torch.float16, torch.bfloat16) + (() if isinstance(dec, _Kernels) else (torch.float32,)))
-            ref.check_tables(self.spec, cache, block_table, seq_lens)
-        if not stored:
-            self.store(key, value, cache, slot_mapping, check=check)
-        out = torch.empty_like(query)
-        qsl, lens = _host_ints(query_start_loc, seq_lens)
+            flags = [ref.table_flags(self.spec, cache, block_table, seq_lens),
+                     None if stored else ref.store_flags(self.spec, key, value, cache, slot_mapping)]
+        qsl, lens, *host = _host_ints(query_start_loc, seq_lens, *[f for f in flags if f is not None])
+        if check:
+            if flags[0] is not None:
+                ref.raise_table_errors(self.spec, cache, block_table, host.pop(0))
+            if flags[1] is not None:
+                ref.raise_slot_errors(self.spec, cache, host.pop(0))
         if qsl[0] != 0 or qsl[-1] != t or any(qsl[i] > qsl[i + 1] for i in range(b)):
             raise ValueError(f"prefill: query_start_loc {qsl[:8]}{' ...' if b >= 8 else ''} (last {qsl[-1]}) must "
                              f"rise from 0 to the {t} new tokens of query")
@@ -246,6 +251,9 @@ class TurboQuantKV:
             if ctx == 0 and stored:
                 raise ValueError("prefill(stored=True) needs history: attend the first chunk on its raw K/V")
             (fresh if ctx == 0 else short if n_new <= limit else long).append((i, a, n_new, ctx))
+        if not stored:  # every check passed: nothing is stored on a refusal
+            self.store(key, value, cache, slot_mapping, check=False)
+        out = torch.empty_like(query)
         for i, a, n, _ in fresh:
             out[a:a + n] = _attention(query[a:a + n], key[a:a + n], value[a:a + n], 0, scale, sinks, sliding_window)
         if short:
@@ -311,15 +319,16 @@ class TurboQuantKV:
 
 
 def _host_ints(*xs: torch.Tensor) -> list[list[int]]:
-    """Integer tensors as host lists, read in one transfer (none for CPU tensors)."""
-    if all(x.device.type == "cpu" for x in xs):
-        return [x.tolist() for x in xs]
-    dev = next(x.device for x in xs if x.device.type != "cpu")
-    flat = torch.cat([x.to(dev, torch.int64).reshape(-1) for x in xs]).tolist()
+    """Integer tensors as host lists: the device ones read back in one transfer, the CPU ones as they are."""
+    on_dev = [x for x in xs if x.device.type != "cpu"]
+    flat = torch.cat([x.reshape(-1).to(on_dev[0].device, torch.int64) for x in on_dev]).tolist() if on_dev else []
     out, o = [], 0
     for x in xs:
-        out.append(flat[o:o + x.numel()])
-        o += x.numel()
+        if x.device.type == "cpu":
+            out.append(x.tolist())
+        else:
+            out.append(flat[o:o + x.numel()])
+            o += x.numel()
     return out
 
 

@@ -370,7 +370,7 @@ def test_table_checks_read_the_device_once(monkeypatch):
         orig = getattr(torch.Tensor, name)
         monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=orig, _n=name: reads.append(_n) or _o(self, *a))
     ref.check_tables(spec, cache, bt, lens)
-    assert reads == ["cpu", "numpy"], reads  # one read back: a copy to the host, viewed as an array
+    assert reads == ["cpu", "tolist"], reads  # one read back: a copy to the host, then a list of it
     bad = bt.clone()
     bad[37, 2] = b * nblk  # past the cache, inside sequence 37's three blocks
     bad[50, 3] = -1  # outside every sequence's blocks: ignored

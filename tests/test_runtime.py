@@ -290,13 +290,23 @@ def test_prefill_batch_equals_one_sequence_at_a_time(backend, monkeypatch):
         assert rel_err(out[a:e], exp) <= DECODE_TOL[torch.bfloat16]
 
 
-def test_prefill_rejects_bad_query_start_loc():
+def test_prefill_rejects_bad_arguments():
+    """The checks run once for the batch (their values read back with the lengths) and refuse before anything is
+    stored: the cache is unchanged after every refusal."""
     kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=2, num_q_heads=4, head_dim=64, device="cpu")
     cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, [5, 6], [2, 3], seed=5)
+    before = cache.clone()
     with pytest.raises(ValueError, match="must rise from 0 to the 5 new tokens"):
         kv.prefill(q, k, v, cache, slots, bt, lens, torch.tensor([0, 3, 4], dtype=torch.int32))
     with pytest.raises(ValueError, match="query: got"):
         kv.prefill(q.float(), k, v, cache, slots, bt, lens, qsl)
+    with pytest.raises(ValueError, match=r"slot_mapping: got values in \[\d+, 999\]"):
+        kv.prefill(q, k, v, cache, torch.cat([slots[:-1], torch.tensor([999], dtype=torch.int32)]), bt, lens, qsl)
+    with pytest.raises(ValueError, match=r"block_table\[1\]: got entries \[77\]"):  # its one block of 9 tokens
+        kv.prefill(q, k, v, cache, slots, torch.tensor([[0, 1, 2, 3], [77, 5, 6, 7]], dtype=torch.int32), lens, qsl)
+    with pytest.raises(ValueError, match="seq_lens: got max 65"):
+        kv.prefill(q, k, v, cache, slots, bt, torch.tensor([7, 65], dtype=torch.int32), qsl)
+    assert torch.equal(cache, before)
 
 
 def test_nvidia_store_of_fp8_keys_into_aos_prefers_triton():

@@ -248,6 +248,14 @@ def allocate(spec: LayoutSpec, num_blocks: int, num_kv_heads: int, device="cpu")
 
 
 def check_store_args(spec: LayoutSpec, key, value, cache, slot_mapping) -> None:
+    flags = store_flags(spec, key, value, cache, slot_mapping)
+    if flags is not None:
+        raise_slot_errors(spec, cache, flags.tolist())  # one host read
+
+
+def store_flags(spec: LayoutSpec, key, value, cache, slot_mapping) -> torch.Tensor | None:
+    """check_store_args without its host read: the host checks, then [min, max] of slot_mapping (int64, on its
+    device; None for no tokens) for ``raise_slot_errors``, so that a caller can read them with its own values."""
     check_cache(spec, cache)
     h = cache.shape[2]
     _check_kv(spec, "key", key, None, h)
@@ -261,12 +269,16 @@ def check_store_args(spec: LayoutSpec, key, value, cache, slot_mapping) -> None:
     for t in (key, value, slot_mapping):
         if t.device != cache.device:
             raise _fail("device", f"{t.device} vs cache on {cache.device}", "one device", "Move tensors with .to(cache.device).")
+    return torch.stack([slot_mapping.min(), slot_mapping.max()]).to(torch.int64) if n else None
+
+
+def raise_slot_errors(spec: LayoutSpec, cache, host: list[int]) -> None:
+    """The slot range error of a slot_mapping's [min, max] read back."""
+    lo, hi = host
     limit = cache.shape[0] * spec.block_size
-    if n:
-        lo, hi = torch.stack([slot_mapping.min(), slot_mapping.max()]).tolist()  # one host read
-        if lo < -1 or hi >= limit:
-            raise _fail("slot_mapping", f"values in [{lo}, {hi}]", f"-1 (skip) or 0..{limit - 1} (num_blocks·block_size - 1)",
-                        "Check the block allocation.")
+    if lo < -1 or hi >= limit:
+        raise _fail("slot_mapping", f"values in [{lo}, {hi}]", f"-1 (skip) or 0..{limit - 1} (num_blocks·block_size - 1)",
+                    "Check the block allocation.")
 
 
 def store(spec: LayoutSpec, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor,
@@ -292,31 +304,45 @@ def store(spec: LayoutSpec, key: torch.Tensor, value: torch.Tensor, cache: torch
 def check_tables(spec, cache, block_table, seq_lens) -> None:
     """block_table [B, max_blocks] and seq_lens [B]: types and shapes, then every value on the tables' device (one
     host read): lengths in 0..max_blocks·block_size, every block a sequence uses inside the cache."""
+    flags = table_flags(spec, cache, block_table, seq_lens)
+    if flags is not None:
+        raise_table_errors(spec, cache, block_table, flags.cpu().tolist())
+
+
+def table_flags(spec, cache, block_table, seq_lens) -> torch.Tensor | None:
+    """check_tables without its host read: the type and shape checks, then the values to read back (int64 on the
+    tables' device, seq_lens and a flag a sequence: one of its blocks lies outside the cache; None for no sequences)
+    for ``raise_table_errors``, so that a caller can read them with its own values at once."""
     if not isinstance(block_table, torch.Tensor) or block_table.dim() != 2 or block_table.dtype not in (torch.int32, torch.int64):
         raise _fail("block_table", _describe(block_table), "int32 [B, max_blocks]", "")
     b = block_table.shape[0]
     if not isinstance(seq_lens, torch.Tensor) or seq_lens.shape != (b,) or seq_lens.dtype not in (torch.int32, torch.int64):
         raise _fail("seq_lens", _describe(seq_lens), f"int32 [{b}]", "One length per sequence.")
     if not b:
-        return
+        return None
     # every value check on the tables' device, read back at once: one host sync a call (not two a sequence) and
-    # few small kernels (each costs host time, and the GPU idles behind the sync while they run): seq_lens and
-    # a flag per sequence (a block it uses lies outside the cache), side by side
+    # few small kernels (each costs host time, and the GPU idles behind the sync while they run)
     dev = block_table.device
     lens = seq_lens if seq_lens.device == dev else seq_lens.to(dev)
     nblk = (lens + (spec.block_size - 1)) // spec.block_size
     used = _col_index(block_table.shape[1], dev) < nblk[:, None]
     bad_row = ((block_table.clamp(0, cache.shape[0] - 1) != block_table) & used).any(dim=1)
-    host = torch.stack([lens.to(torch.int64), bad_row.to(torch.int64)]).cpu().numpy()
-    mn, mx = int(host[0].min()), int(host[0].max())
+    return torch.cat([lens.to(torch.int64), bad_row.to(torch.int64)])
+
+
+def raise_table_errors(spec, cache, block_table, host: list[int]) -> None:
+    """The value errors of ``table_flags``' vector read back (``host``: its 2·B values)."""
+    b = block_table.shape[0]
+    lens, bad = host[:b], host[b:2 * b]
+    mn, mx = min(lens), max(lens)
     if mn < 0:
         raise _fail("seq_lens", f"min {mn}", "values ≥ 0", "")
     cap = block_table.shape[1] * spec.block_size
     if mx > cap:
         raise _fail("seq_lens", f"max {mx}", f"≤ max_blocks·block_size = {cap}", "Widen the block table.")
-    if host[1].any():
-        i = int(host[1].argmax())
-        nb = -(-int(host[0][i]) // spec.block_size)
+    if any(bad):
+        i = bad.index(1)
+        nb = -(-lens[i] // spec.block_size)
         raise _fail(f"block_table[{i}]", f"entries {block_table[i, :nb].tolist()}", f"0..{cache.shape[0] - 1}",
                     "Every block a sequence uses must exist in the cache.")
 
