@@ -5,6 +5,7 @@
     tqgen bench --suite full --budget-s 3000     # every shape issue 6 lists; what does not fit is skipped
     tqgen bench --suite smoke                    # tiny shapes, runs on a CPU in seconds (CI)
     tqgen bench --suite mixed --cuda-graph       # decode of batches of mixed lengths: balanced vs classic splits
+    tqgen bench --suite prefill                  # prefill of 4 / 512 new tokens after 4K / 32K (B 1, 8, 32) + dequant
     tqgen bench --suite targets --list           # the cases and a rough GPU-time estimate; runs nothing
     tqgen bench --suite targets --op decode --cuda-graph   # decode as CUDA-graph replays (no launch overhead)
 
@@ -1457,7 +1458,8 @@ def write_outputs(bench: Bench, tag: str, *, plots: bool) -> dict:
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default="targets", choices=SUITES,
                    help="targets: the shapes of issue 6's targets; sweep: decode vs L (B 1, 32); full: every shape "
-                        "issue 6 lists; smoke: tiny CPU shapes (default targets)")
+                        "issue 6 lists; smoke: tiny CPU shapes; mixed: decode of batches of mixed lengths; prefill: prefill "
+                        "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, and the dequant (default targets)")
     p.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable; default: the suite's)")
     p.add_argument("--preset", action="append", help=f"repeatable; default all: {', '.join(PRESETS)}")
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")
