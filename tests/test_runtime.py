@@ -1,7 +1,6 @@
 """tqgen_runtime: device detection, selection chains with reasons, fallback on load failure, forced
 backends, and the public API on the CPU (reference and the Triton interpreter)."""
 
-import itertools
 import math
 
 import pytest
@@ -9,7 +8,7 @@ import torch
 
 import tqgen_runtime as tqr
 from tqgen import reference as ref
-from tqgen.testing import DECODE_TOL, Case, rel_err
+from tqgen.testing import DECODE_TOL, Case, prefill_batch_case, rel_err
 from tqgen_runtime.select import SelectionError, target_from_capability
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="CPU runtime tests; the GPU ones are in test_runtime_gpu.py")
@@ -233,24 +232,10 @@ def test_prefill_varlen_batch():
 
 
 def _varlen_prefill_case(spec, hk, hq, ctxs, news, seed):
-    """Sequences with the given histories (stored) and new chunks, a 4-block table row each; the new tokens'
-    query/key/value, slots, seq_lens and query_start_loc."""
-    g = torch.Generator().manual_seed(seed)
-    bs, nb = spec.block_size, 4
-    cache = ref.allocate(spec, nb * len(ctxs), hk, "cpu")
-    bt = torch.arange(nb * len(ctxs), dtype=torch.int32).reshape(len(ctxs), nb)
-    slots = []
-    for i, (c, n) in enumerate(zip(ctxs, news)):
-        hist = torch.randn(c, hk, spec.head_dim, generator=g).to(torch.bfloat16)
-        ref.store(spec, hist, hist * 0.5, cache, (i * nb * bs + torch.arange(c)).to(torch.int32))
-        slots.append(i * nb * bs + torch.arange(c, c + n))
-    t = sum(news)
-    q = torch.randn(t, hq, spec.head_dim, generator=g).to(torch.bfloat16)
-    k = torch.randn(t, hk, spec.head_dim, generator=g).to(torch.bfloat16)
-    v = torch.randn(t, hk, spec.head_dim, generator=g).to(torch.bfloat16)
-    lens = torch.tensor([c + n for c, n in zip(ctxs, news)], dtype=torch.int32)
-    qsl = torch.tensor([0] + list(itertools.accumulate(news)), dtype=torch.int32)
-    return cache, bt, q, k, v, torch.cat(slots).to(torch.int32), lens, qsl
+    """tqgen.testing.prefill_batch_case on the CPU, 4 pages a sequence, the history stored by the reference."""
+    c = prefill_batch_case(spec, lambda *x: ref.store(spec, *x), hk, hq, ctxs, news, blocks=4, seed=seed)
+    return tuple(c[n] for n in ("cache", "block_table", "query", "key", "value", "slot_mapping", "seq_lens",
+                                "query_start_loc"))
 
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])

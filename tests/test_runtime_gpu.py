@@ -7,7 +7,7 @@ import torch
 
 import tqgen_runtime as tqr
 from tqgen import reference as ref
-from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
+from tqgen.testing import DECODE_TOL, Case, compare_store, prefill_batch_case, rel_err
 
 pytestmark = pytest.mark.gpu
 
@@ -63,30 +63,14 @@ def test_prefill_batch_on_gpu(preset, layout, backend):
     DECODE_TOL, and every longer chunk equals an fp32 SDPA with the explicit causal mask over the reference's
     dequantised cache within DECODE_TOL (the kernel's bf16 K/V and output roundings)."""
     kv = tqr.load(preset, layout=layout, num_kv_heads=8, num_q_heads=32, device="cuda", backend=backend)
-    g = torch.Generator(device="cuda").manual_seed(11)
     ctxs, news = [300, 1000, 0, 1000, 1000, 7, 0], [3, 40, 50, 40, 40, 1, 0]
-    nb = 80  # blocks a sequence (1280 tokens)
-    cache = kv.allocate(nb * len(ctxs))
-    bt = torch.arange(nb * len(ctxs), dtype=torch.int32, device="cuda").reshape(len(ctxs), nb)
-    slots = []
-    for i, (c, n) in enumerate(zip(ctxs, news)):
-        hist = torch.randn(c, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
-        base = i * nb * 16
-        kv.store(hist, hist * 0.5, cache, torch.arange(base, base + c, dtype=torch.int32, device="cuda"))
-        slots.append(torch.arange(base + c, base + c + n, device="cuda"))
-    t = sum(news)
-    q = torch.randn(t, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
-    k = torch.randn(t, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
-    v = torch.randn(t, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
-    slots = torch.cat(slots).to(torch.int32)
-    lens = torch.tensor([c + n for c, n in zip(ctxs, news)], dtype=torch.int32, device="cuda")
-    qsl = [0]
-    for n in news:
-        qsl.append(qsl[-1] + n)
+    c = prefill_batch_case(kv.spec, kv.store, 8, 32, ctxs, news, blocks=80, device="cuda", seed=11)  # 1280 tokens each
+    cache, bt, q, k, v = c["cache"], c["block_table"], c["query"], c["key"], c["value"]
+    slots, lens, qsl = c["slot_mapping"], c["seq_lens"], c["query_start_loc"].tolist()
     single = cache.clone()
     # the batch with host copies of seq_lens / query_start_loc (no device read), the single calls with device tensors
     out = kv.prefill(q, k, v, cache, slots, bt, lens.cpu(), torch.tensor(qsl, dtype=torch.int32))
-    assert torch.equal(cache, single) is False  # the batch stored its new tokens
+    assert not torch.equal(cache, single)  # the batch stored its new tokens
     for i, n in enumerate(news):
         a, e = qsl[i], qsl[i + 1]
         if not n:

@@ -215,9 +215,9 @@ class CudaOptions:
 
     decode_warps: int = 2  # logical warps per decode block; each warp is one split (H200 sweep: 2 best)
     decode_min_blocks: int = 8  # __launch_bounds__ minimum resident blocks: 128 registers, 16 warps per SM
-    row_warps: int = 4  # store / dequant: one logical warp per (token, head) row
-    # dequant: consecutive tokens a warp, their loads issued together (H200, bench/results/h200-2026-12-04-prefill-v2.md:
-    # one token a warp held each warp on its token's chain of dependent loads)
+    row_warps: int = 4  # store / dequant: logical warps a block (store: a (token, head) row each)
+    # dequant: consecutive tokens a warp, their loads issued together (H200, 1/2/4/8 measured:
+    # bench/results/h200-2026-12-04-dequant-tokens.md; one token a warp waited on its chain of dependent loads)
     dequant_tokens: int = 4
     tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
     q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed

@@ -151,6 +151,33 @@ def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: 
     return out
 
 
+def prefill_batch_case(spec: LayoutSpec, store, num_kv_heads: int, num_q_heads: int, ctxs: list[int],
+                       news: list[int], *, blocks: int, device="cpu", seed: int = 0) -> dict:
+    """A varlen prefill batch: sequence i owns ``blocks`` pages (rows of ``block_table``), its history of ``ctxs[i]``
+    random tokens stored through ``store(key, value, cache, slots)`` (values = keys / 2), then ``news[i]`` new tokens:
+    query / key / value of all of them concatenated, their slots, ``seq_lens`` (history + new) and
+    ``query_start_loc``; the cache's remaining slots zero."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    bs, b, d = spec.block_size, len(ctxs), spec.head_dim
+    cache = ref.allocate(spec, blocks * b, num_kv_heads, device)
+    slots = []
+    for i, (c, n) in enumerate(zip(ctxs, news)):
+        hist = torch.randn(c, num_kv_heads, d, generator=g, device=device).to(torch.bfloat16)
+        base = i * blocks * bs
+        store(hist, hist * 0.5, cache, torch.arange(base, base + c, dtype=torch.int32, device=device))
+        slots.append(torch.arange(base + c, base + c + n, device=device))
+    t = sum(news)
+    q, k, v = (torch.randn(t, h, d, generator=g, device=device).to(torch.bfloat16)
+               for h in (num_q_heads, num_kv_heads, num_kv_heads))
+    qsl = [0]
+    for n in news:
+        qsl.append(qsl[-1] + n)
+    return dict(cache=cache, block_table=torch.arange(blocks * b, dtype=torch.int32, device=device).reshape(b, blocks),
+                query=q, key=k, value=v, slot_mapping=torch.cat(slots).to(torch.int32),
+                seq_lens=torch.tensor([c + n for c, n in zip(ctxs, news)], dtype=torch.int32, device=device),
+                query_start_loc=torch.tensor(qsl, dtype=torch.int32, device=device))
+
+
 @dataclass
 class Case:
     """Random inputs for one decode/store case on a shuffled paged cache."""
