@@ -20,7 +20,15 @@ left-padded (``tokenizer.padding_side = "left"``, as HF recommends for decoder-o
 come with its ``attention_mask``; each row's pad tokens are dropped (the attention function reads which
 new tokens are real from the 4D mask transformers builds out of the attention_mask) and its real tokens
 occupy slots 0, 1, ... of its own pages, so a row is stored and attended exactly as the same prompt
-alone (batch 1) would be, with the same per-row kernel calls (tests/test_hf.py: same greedy tokens).
+alone (batch 1) would be (tests/test_hf.py: same greedy tokens, same pages).
+
+Host cost: the quantised layers share one page table (they take in the same tokens, so their slots are
+the same, each layer in its own pool of pages) and one runtime; the first quantised layer of a forward
+plans the step (real tokens, slots, block table, lengths) and copies its index tensors to the device in
+one transfer; each layer then makes one store call for the whole batch and, in a generation step (one
+token a row), one decode call; longer continuation chunks go through ``prefill`` with host lengths. No
+device value is read back but the 4D mask's diagonal, once a forward
+(bench/results/h200-2026-12-04-hf-host.md).
 The outputs at pad positions are zeros (nothing attends them). ``get_seq_length`` is the padded
 length (what transformers counts); ``seq_lens()`` holds the rows' real lengths. Refused with a
 ValueError that names what was given: right padding or padding between real tokens, a batch size
@@ -35,8 +43,6 @@ so constructing a ``TurboQuantCache`` never changes what the model computes with
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 from transformers import AttentionInterface
@@ -57,8 +63,99 @@ _LEFT_PADDING_HINT = ("Pad on the left: tokenizer.padding_side = 'left' before t
                       "decoder-only generation), and pass its attention_mask; or generate each sequence alone.")
 
 
+class _Step:
+    """One forward's new tokens, planned once for every quantised layer (they store the same tokens in the same slots,
+    each layer in its own pool of pages). Index tensors are on the device, made by one host-to-device copy."""
+
+    def __init__(self, pages: "_Pages", counts: list[int], t: int, device):
+        self.counts, self.t = counts, t
+        self.before = list(pages.lengths)
+        bs = pages.block_size
+        b = len(counts)
+        slots: list[int] = []
+        for r, n in enumerate(counts):
+            start = self.before[r]
+            table = pages.tables[r]
+            need = -(-(start + n) // bs) - len(table)
+            if need > 0:
+                table += range(pages.blocks_used, pages.blocks_used + need)
+                pages.blocks_used += need
+            slots += [table[p // bs] * bs + p % bs for p in range(start, start + n)]
+            pages.lengths[r] = start + n
+        self.blocks = pages.blocks_used  # pages a layer's pool must have for this step
+        real = [(r, n) for r, n in enumerate(counts) if n]
+        # the real tokens in row order: their positions among the b * t new ones (None: every token is real)
+        self.all_real = all(n == t for n in counts)
+        take = [] if self.all_real else [r * t + j for r, n in real for j in range(t - n, t)]
+        self.fresh: list[tuple[int, int, int]] = []  # (row, first real token, new tokens): no history, raw K/V
+        hist: list[tuple[int, int, int]] = []  # the same for rows that continue a sequence
+        a = 0
+        for r, n in real:
+            (hist if self.before[r] else self.fresh).append((r, a, n))
+            a += n
+        self.hist_rows = [r for r, _, _ in hist]
+        # hist tokens among the real ones (None: all of them); their positions among the b * t (None: the same)
+        self.hist_all = len(hist) == len(real)
+        hsel = [] if self.hist_all else [a + j for _, a, n in hist for j in range(n)]
+        hpos = [] if self.all_real and self.hist_all else [r * t + j for r, _, n in hist for j in range(t - n, t)]
+        self.lens_host = torch.tensor([pages.lengths[r] for r in self.hist_rows], dtype=torch.int32)
+        self.qsl_host = torch.tensor([0] + [sum(n for _, _, n in hist[:i + 1]) for i in range(len(hist))],
+                                     dtype=torch.int32)
+        self.one_each = all(n == 1 for _, _, n in hist)  # a generation step: one decode call
+        width = max([len(pages.tables[r]) for r in self.hist_rows] + [1])
+        table = [0] * (len(hist) * width)
+        for i, r in enumerate(self.hist_rows):
+            table[i * width:i * width + len(pages.tables[r])] = pages.tables[r]
+        parts = [slots, take, hsel, hpos, table, self.lens_host.tolist()]
+        flat = torch.tensor([x for p in parts for x in p], dtype=torch.int32).to(device, non_blocking=True)
+        views, o = [], 0
+        for p in parts:
+            views.append(flat[o:o + len(p)])
+            o += len(p)
+        self.slots, take_d, hsel_d, hpos_d, table_d, self.lens = views
+        self.take = None if self.all_real else take_d
+        self.hsel = None if self.hist_all else hsel_d
+        self.hpos = None if self.all_real and self.hist_all else hpos_d
+        self.block_table = table_d.view(len(hist), width)
+
+
+class _Pages:
+    """The page tables of a TurboQuantCache's quantised layers, one set for all of them: every quantised layer takes
+    in the same tokens, so its slots are the same (in its own pool of pages). Rows own their pages; a row's real
+    tokens fill slots 0, 1, ... of them."""
+
+    def __init__(self, block_size: int):
+        self.block_size = block_size
+        self.clear()
+
+    def clear(self) -> None:
+        self.tables: list[list[int]] = []  # per row: the page indices it owns, in order
+        self.lengths: list[int] = []  # real (non-pad) tokens stored per row
+        self.blocks_used = 0
+        self.step: tuple | None = None  # (key, _Step) of the last forward
+
+    def rows(self, b: int) -> None:
+        """A batch of ``b`` rows (the first call after a clear)."""
+        if not self.tables:
+            self.tables = [[] for _ in range(b)]
+            self.lengths = [0] * b
+
+    def plan(self, key, counts: list[int], t: int, device) -> _Step:
+        if self.step is None or self.step[0] != key:
+            self.step = (key, _Step(self, counts, t, device))
+        return self.step[1]
+
+    def block_table(self, rows, device) -> torch.Tensor:
+        width = max([len(self.tables[r]) for r in rows] + [1])
+        bt = torch.zeros(len(rows), width, dtype=torch.int32)
+        for i, r in enumerate(rows):
+            bt[i, :len(self.tables[r])] = torch.tensor(self.tables[r], dtype=torch.int32)
+        return bt.to(device)
+
+
 class TurboQuantLayer(CacheLayerMixin):
-    """One attention layer: paged packed K/V, one block table per batch row (or raw K/V for a boundary layer)."""
+    """One attention layer: paged packed K/V (its own pool of pages; the page tables are the cache's, shared by its
+    quantised layers) or raw K/V for a boundary layer."""
 
     is_sliding = False
 
@@ -72,21 +169,21 @@ class TurboQuantLayer(CacheLayerMixin):
     def _clear(self) -> None:
         self.length = 0  # token columns taken in, pads included (transformers' view of the sequence length)
         self.batch: int | None = None
-        self.lengths: list[int] = []  # real (non-pad) tokens stored per row
-        self.tables: list[list[int]] = []  # per row: the page indices it owns, in order
-        self.blocks_used = 0
+        self.raw_lengths: list[int] = []  # a boundary layer's real tokens per row
         self.new_tokens = 0
         self.new_kv = None  # the K/V of the last update, stored by the attention (which knows the padding)
+
+    @property
+    def lengths(self) -> list[int]:
+        """Real (non-pad) tokens taken in per row."""
+        return self.owner.pages.lengths if self.quantize else self.raw_lengths
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.device = key_states.device
         self.dtype = key_states.dtype
         if self.quantize:
-            o = self.owner
-            self.kv = load(o.preset, layout=o.layout, head_dim=key_states.shape[-1],
-                           num_kv_heads=key_states.shape[1], num_q_heads=o.num_q_heads, block_size=o.block_size,
-                           dtype=torch.bfloat16, device=key_states.device, **o.overrides)
-            self.paged = self.kv.allocate(key_states.shape[0])  # a page per row to start; doubles as rows grow
+            self.kv = self.owner.runtime(key_states.shape[-1], key_states.shape[1], key_states.device)
+            self.paged = self.kv.allocate(max(key_states.shape[0], self.owner.pages.blocks_used))
         else:
             self.keys = key_states[:, :, :0]
             self.values = value_states[:, :, :0]
@@ -96,8 +193,9 @@ class TurboQuantLayer(CacheLayerMixin):
         b = key_states.shape[0]
         if self.batch is None:
             self.batch = b
-            self.lengths = [0] * b
-            self.tables = [[] for _ in range(b)]
+            self.raw_lengths = [0] * b
+            if self.quantize:
+                self.owner.pages.rows(b)
         elif b != self.batch:
             raise ValueError(f"TurboQuantCache holds a batch of {self.batch} sequences; got a batch of {b}. "
                              "The batch size is fixed by the first call: use one cache per batch (a new "
@@ -116,31 +214,19 @@ class TurboQuantLayer(CacheLayerMixin):
         return key_states, value_states  # the attention stores them and reads the history from the pages
 
     # ------------------------------------------------------------------ pages
-    def _slots(self, row: int, start: int, n: int) -> torch.Tensor:
-        """Slots of tokens start..start+n-1 of ``row``, taking new pages from the pool as needed."""
-        bs = self.kv.spec.block_size
-        table = self.tables[row]
-        need = math.ceil((start + n) / bs) - len(table)
-        if need > 0:
-            have = self.paged.shape[0]
-            if self.blocks_used + need > have:
-                bigger = self.kv.allocate(max(self.blocks_used + need, 2 * have))
-                bigger[:have] = self.paged
-                self.paged = bigger
-            table += range(self.blocks_used, self.blocks_used + need)
-            self.blocks_used += need
-        pos = torch.arange(start, start + n)
-        page = torch.tensor(table, dtype=torch.int64)[pos // bs]
-        return (page * bs + pos % bs).to(device=self.device, dtype=torch.int32)
+    def pool(self, blocks: int) -> torch.Tensor:
+        """This layer's pages, grown (doubling) to hold at least ``blocks``."""
+        have = self.paged.shape[0]
+        if blocks > have:
+            bigger = self.kv.allocate(max(blocks, 2 * have))
+            bigger[:have] = self.paged
+            self.paged = bigger
+        return self.paged
 
     def block_table(self, rows: list[int] | None = None) -> torch.Tensor:
         """int32 [B, max pages]: each row's pages (unused entries 0; seq_lens bounds what is read)."""
-        rows = range(len(self.tables)) if rows is None else rows
-        width = max([len(self.tables[r]) for r in rows] + [1])
-        bt = torch.zeros(len(rows), width, dtype=torch.int32)
-        for i, r in enumerate(rows):
-            bt[i, :len(self.tables[r])] = torch.tensor(self.tables[r], dtype=torch.int32)
-        return bt.to(self.device)
+        pages = self.owner.pages
+        return pages.block_table(range(len(pages.tables)) if rows is None else rows, self.device)
 
     def seq_lens(self) -> torch.Tensor:
         """int32 [B]: the real (stored) tokens of each row."""
@@ -159,6 +245,8 @@ class TurboQuantLayer(CacheLayerMixin):
     def reset(self) -> None:
         if self.paged is not None:
             self.paged.zero_()
+        if self.quantize:
+            self.owner.pages.clear()
         if not self.quantize:  # raw K/V are re-created (the next batch may have another size)
             self.keys = self.values = None
             self.is_initialized = False
@@ -197,6 +285,8 @@ class TurboQuantCache(Cache):
         n = hf["num_layers"]
         self.skip = set(boundary_skip_layers(**hf) if skip_layers is None else skip_layers)
         self.key = id(config)
+        self.pages = _Pages(block_size)  # the quantised layers' page tables (one set: they store the same tokens)
+        self._runtimes: dict = {}  # (head_dim, kv heads, device) -> the loaded tqgen_runtime, shared by the layers
         self._valid = None  # (4D mask, padded length, per-row real-token mask): one decision per forward
         super().__init__(layers=[TurboQuantLayer(self, i, i not in self.skip) for i in range(n)])
         AttentionInterface.register(ATTN_NAME, tqgen_attention)
@@ -204,6 +294,15 @@ class TurboQuantCache(Cache):
         # TurboQuantCache) uses them as SDPA does
         ALL_MASK_ATTENTION_FUNCTIONS.register(ATTN_NAME, sdpa_mask)
         model.set_attn_implementation(ATTN_NAME)
+
+    def runtime(self, head_dim: int, num_kv_heads: int, device):
+        """The tqgen runtime for layers of this shape (loaded once, shared by every quantised layer of the cache)."""
+        key = (head_dim, num_kv_heads, str(device))
+        if key not in self._runtimes:
+            self._runtimes[key] = load(self.preset, layout=self.layout, head_dim=head_dim, num_kv_heads=num_kv_heads,
+                                       num_q_heads=self.num_q_heads, block_size=self.block_size, dtype=torch.bfloat16,
+                                       device=device, **self.overrides)
+        return self._runtimes[key]
 
     def new_token_rows(self, layer: TurboQuantLayer, attention_mask, b: int, t: int) -> list[int]:
         """How many of the ``t`` new tokens of each row are real, from the 4D mask (None: all); checks that
@@ -254,47 +353,57 @@ def tqgen_attention(module, query, key, value, attention_mask, dropout=0.0, scal
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
     b, hq, t, d = query.shape
-    counts = layer.owner.new_token_rows(layer, attention_mask, b, t)
-    out = query.new_zeros(b, t, hq, d)  # pad positions: zeros (no real token attends them)
-    bf = torch.bfloat16
-
-    def rows(x, r, n):  # row r's real new tokens, [n, H, D]
-        return x[r, :, t - n:].transpose(0, 1)
-
     if not layer.quantize:  # raw K/V; row r's real tokens are its last lengths[r] + n columns
-        for r, n in enumerate(counts):
+        out = query.new_zeros(b, t, hq, d)  # pad positions: zeros (no real token attends them)
+        for r, n in enumerate(layer.owner.new_token_rows(layer, attention_mask, b, t)):
             if n:
                 total = layer.lengths[r] + n
                 k = key[r, :, key.shape[2] - total:].transpose(0, 1)
                 v = value[r, :, value.shape[2] - total:].transpose(0, 1)
-                out[r, t - n:] = attend(rows(query, r, n).contiguous(), k, v, layer.lengths[r], scaling, None, None)
+                q = query[r, :, t - n:].transpose(0, 1).contiguous()
+                out[r, t - n:] = attend(q, k, v, layer.lengths[r], scaling, None, None)
                 layer.lengths[r] = total
         return out, None
-    kv = layer.kv
     new_k, new_v = layer.new_kv
     layer.new_kv = None
-    hist = []  # rows that continue a sequence: attend through the paged cache
-    for r, n in enumerate(counts):  # store each row's real tokens (per row: the same calls as batch 1)
-        if not n:
-            continue
-        k, v = rows(new_k, r, n).to(bf).contiguous(), rows(new_v, r, n).to(bf).contiguous()
-        slots = layer._slots(r, layer.lengths[r], n)  # may grow layer.paged: before reading it
-        kv.store(k, v, layer.paged, slots)
-        q = rows(query, r, n).contiguous()
-        if layer.lengths[r] == 0:  # first chunk: raw K/V in the kernels' dtype, as the runtime's prefill does
-            out[r, t - n:] = attend(q.to(bf), k, v, 0, scaling, None, None).to(query.dtype)
-        else:
-            hist.append((r, n, q))
-        layer.lengths[r] += n
-    if hist:
-        rs = [r for r, _, _ in hist]
-        qsl = [0]
-        for _, n, _ in hist:
-            qsl.append(qsl[-1] + n)
-        # lengths and boundaries as host tensors (the prefill reads nothing back); the tables are this cache's own
-        o = kv.prefill(torch.cat([q for _, _, q in hist]).to(bf), None, None, layer.paged, None, layer.block_table(rs),
-                       torch.tensor([layer.lengths[r] for r in rs], dtype=torch.int32),
-                       torch.tensor(qsl, dtype=torch.int32), scale=scaling, stored=True, check=False)
-        for (r, n, _), a in zip(hist, qsl):
-            out[r, t - n:] = o[a:a + n].to(query.dtype)
-    return out, None
+    pages = layer.owner.pages
+    step_key = (layer.length, t)  # the same for every layer of one forward
+    step = pages.step[1] if pages.step is not None and pages.step[0] == step_key else None
+    if step is None:  # the forward's first quantised layer: check the padding, plan the slots and tables
+        step = pages.plan(step_key, layer.owner.new_token_rows(layer, attention_mask, b, t), t, query.device)
+    return _attend_stored(layer, step, query, new_k, new_v, scaling)
+
+
+def _tokens(x: torch.Tensor, step: _Step) -> torch.Tensor:
+    """[B, H, T, D] -> the real tokens in row order, [N, H, D] in bf16 (one copy)."""
+    b, h, t, d = x.shape
+    x = x.transpose(1, 2)
+    if step.take is None:
+        return x.to(torch.bfloat16, memory_format=torch.contiguous_format).view(b * t, h, d)
+    return x.reshape(b * t, h, d).index_select(0, step.take).to(torch.bfloat16)
+
+
+def _attend_stored(layer: TurboQuantLayer, step: _Step, query, new_k, new_v, scaling):
+    """A quantised layer's forward: store the real new tokens (one call), attend the first chunks on their raw K/V
+    and every continuation through the paged cache (one decode call for a generation step, one prefill call
+    otherwise)."""
+    kv = layer.kv
+    b, hq, t, d = query.shape
+    k, v = _tokens(new_k, step), _tokens(new_v, step)
+    paged = layer.pool(step.blocks)
+    kv.store(k, v, paged, step.slots, check=False)  # slots from this cache's own tables
+    q = _tokens(query, step)
+    flat = None if step.all_real and step.hist_all else query.new_zeros(b * t, hq, d)  # pads: zeros
+    for r, a, n in step.fresh:  # first chunk: raw K/V in the kernels' dtype, as the runtime's prefill does
+        flat[r * t + t - n:(r + 1) * t] = attend(q[a:a + n], k[a:a + n], v[a:a + n], 0, scaling, None, None)
+    if step.hist_rows:
+        qh = q if step.hsel is None else q.index_select(0, step.hsel)
+        if step.one_each:  # a generation step: one token a row, one decode call
+            o = kv.decode(qh, paged, step.block_table, step.lens, scale=scaling, check=False)
+        else:  # lengths and boundaries as host tensors: the prefill reads nothing back
+            o = kv.prefill(qh, None, None, paged, None, step.block_table, step.lens_host, step.qsl_host,
+                           scale=scaling, stored=True, check=False)
+        if flat is None:
+            return o.to(query.dtype).view(b, t, hq, d), None
+        flat.index_copy_(0, step.hpos, o.to(flat.dtype))
+    return flat.view(b, t, hq, d), None

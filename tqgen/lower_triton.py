@@ -196,7 +196,14 @@ def _env() -> jinja2.Environment:
 
 def template_digest(spec: LayoutSpec, kind: str, target: Target) -> str:
     """sha256 of the template bytes and of every value rendered into it (so a changed constant in
-    tqgen — a codebook, an fp8 limit — changes the variant id, never silently reuses a stale file)."""
+    tqgen — a codebook, an fp8 limit — changes the variant id, never silently reuses a stale file). Memoised per
+    (variant, template file version), as the C++ one."""
+    st = (TEMPLATE_DIR / TRITON_TEMPLATE).stat()
+    return _template_digest(spec, kind, target, (st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=1024)
+def _template_digest(spec: LayoutSpec, kind: str, target: Target, _stamp) -> str:
     ctx = _render_inputs(spec, kind, target)
     blob = (TEMPLATE_DIR / TRITON_TEMPLATE).read_bytes() + repr(sorted(ctx.items())).encode()
     return hashlib.sha256(blob).hexdigest()

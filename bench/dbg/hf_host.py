@@ -30,6 +30,7 @@ p.add_argument("--tiny", action="store_true")
 p.add_argument("--backend", default=None)
 p.add_argument("--tag", default="")
 p.add_argument("--profile", type=int, default=1)
+p.add_argument("--tokens-out", default=None, help="write every generation's tokens here (JSON), to compare two trees")
 a = p.parse_args()
 args = argparse.Namespace(dtype=a.dtype, tiny=a.tiny, random_init=True, device=a.device)
 model, tok, desc = h200_hf.load(args)
@@ -62,6 +63,7 @@ print(f"# {desc} on {a.device} {a.tag}")
 print("| prompt | batch | KV cache | ms a step (warm) | x unquantised | tokens = unquantised |")
 print("|---|---|---|---|---|---|")
 g = torch.Generator().manual_seed(0)
+record = {}
 for n in map(int, a.prompts.split(",")):
     for b in (1, 3):
         ids = torch.randint(3, 250, (b, n), generator=g)
@@ -78,9 +80,12 @@ for n in map(int, a.prompts.split(",")):
             if kv is None:
                 base, ref = s, toks
             same = (toks == ref).all(dim=1).sum().item()
+            record[f"{n}/{b}/{kv}"] = toks.tolist()
             print(f"| {n} | {b} | {kv or 'unquantised'} | {1e3 * s / a.new:.2f} | {s / base:.2f} | {same}/{b} |",
                   flush=True)
 
+if a.tokens_out:
+    Path(a.tokens_out).write_text(__import__("json").dumps(record))
 if a.profile:
     ids = torch.randint(3, 250, (1, 62), generator=g).to(a.device)
     mask = torch.ones_like(ids)
