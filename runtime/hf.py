@@ -21,6 +21,12 @@ come with its ``attention_mask``; each row's pad tokens are dropped (the attenti
 new tokens are real from the 4D mask transformers builds out of the attention_mask) and its real tokens
 occupy slots 0, 1, ... of its own pages, so a row is stored and attended exactly as the same prompt
 alone (batch 1) would be (tests/test_hf.py: same greedy tokens, same pages).
+The outputs at pad positions are zeros (nothing attends them). ``get_seq_length`` is the padded
+length (what transformers counts); ``seq_lens()`` holds the rows' real lengths. Refused with a
+ValueError that names what was given: right padding or padding between real tokens, a batch size
+other than the cache's, beam search (``reorder_cache``) and re-batching a filled cache
+(``batch_repeat_interleave`` / ``batch_select_indices``). The batch size is fixed by the first call;
+``reset()`` frees the cache for another.
 
 Host cost: the quantised layers share one page table (they take in the same tokens, so their slots are
 the same, each layer in its own pool of pages) and one runtime; the first quantised layer of a forward
@@ -29,20 +35,23 @@ one transfer; each layer then makes one store call for the whole batch and, in a
 token a row), one decode call; longer continuation chunks go through ``prefill`` with host lengths. No
 device value is read back but the 4D mask's diagonal, once a forward
 (bench/results/h200-2026-12-04-hf-host.md).
-The outputs at pad positions are zeros (nothing attends them). ``get_seq_length`` is the padded
-length (what transformers counts); ``seq_lens()`` holds the rows' real lengths. Refused with a
-ValueError that names what was given: right padding or padding between real tokens, a batch size
-other than the cache's, beam search (``reorder_cache``) and re-batching a filled cache
-(``batch_repeat_interleave`` / ``batch_select_indices``). The batch size is fixed by the first call;
-``reset()`` frees the cache for another.
+
+Attention options the model passes: ``sliding_window`` (Mistral, Qwen2, Gemma 3, gpt-oss's sliding
+layers: the keys a query attends, itself included) and ``s_aux`` (gpt-oss's attention sinks, a logit a
+query head) go to the kernels (variants without them are passed over); logit soft-capping (Gemma 2) and
+attention dropout (training) are refused with a ValueError: the kernels cannot compute them, and the
+scores would silently be wrong.
 
 The registered attention acts only on a layer whose K/V a ``TurboQuantCache`` has just taken in
 (``update`` hands the layer over, the attention consumes it); any other call — the model run later
-with its default ``DynamicCache``, or with ``use_cache=False`` — is plain SDPA with the usual masks,
-so constructing a ``TurboQuantCache`` never changes what the model computes without one.
+with its default ``DynamicCache``, or with ``use_cache=False`` — runs the model's own attention (its eager
+function where it ran eager attention before, SDPA otherwise) with the usual masks, so constructing a
+``TurboQuantCache`` never changes what the model computes without one.
 """
 
 from __future__ import annotations
+
+import sys
 
 import torch
 from transformers import AttentionInterface
@@ -58,6 +67,9 @@ ATTN_NAME = "tqgen_cache"
 # id(model config) -> the layer whose new K/V a TurboQuantCache just took in and whose attention is next.
 # Consumed by that attention call; a call with nothing pending is not ours (another cache, or none).
 _PENDING: dict[int, "TurboQuantLayer"] = {}
+# id(model config) -> the attention implementation the model had before its first TurboQuantCache ("eager" or
+# "sdpa"): what a call that is not ours runs (gpt-oss's sinks, say, need its eager attention)
+_FALLBACK: dict[int, str] = {}
 
 _LEFT_PADDING_HINT = ("Pad on the left: tokenizer.padding_side = 'left' before tokenizing the batch (HF's setting for "
                       "decoder-only generation), and pass its attention_mask; or generate each sequence alone.")
@@ -286,22 +298,26 @@ class TurboQuantCache(Cache):
         self.skip = set(boundary_skip_layers(**hf) if skip_layers is None else skip_layers)
         self.key = id(config)
         self.pages = _Pages(block_size)  # the quantised layers' page tables (one set: they store the same tokens)
-        self._runtimes: dict = {}  # (head_dim, kv heads, device) -> the loaded tqgen_runtime, shared by the layers
+        self._runtimes: dict = {}  # (head_dim, kv heads, device, flags) -> the loaded runtime, shared by the layers
         self._valid = None  # (4D mask, padded length, per-row real-token mask): one decision per forward
         super().__init__(layers=[TurboQuantLayer(self, i, i not in self.skip) for i in range(n)])
         AttentionInterface.register(ATTN_NAME, tqgen_attention)
         # masks as for SDPA: ours reads only which new tokens are real; the fallback path (calls without a
         # TurboQuantCache) uses them as SDPA does
         ALL_MASK_ATTENTION_FUNCTIONS.register(ATTN_NAME, sdpa_mask)
+        if config._attn_implementation != ATTN_NAME:
+            _FALLBACK[id(config)] = config._attn_implementation
         model.set_attn_implementation(ATTN_NAME)
 
-    def runtime(self, head_dim: int, num_kv_heads: int, device):
-        """The tqgen runtime for layers of this shape (loaded once, shared by every quantised layer of the cache)."""
-        key = (head_dim, num_kv_heads, str(device))
+    def runtime(self, head_dim: int, num_kv_heads: int, device, sinks: bool = False, sliding_window: bool = False):
+        """The tqgen runtime for layers of this shape (loaded once, shared by every quantised layer of the cache);
+        ``sinks`` / ``sliding_window``: whether its calls use them (variants without them are passed over). Every such
+        runtime has the same page format: a layer's pool serves any of them."""
+        key = (head_dim, num_kv_heads, str(device), sinks, sliding_window)
         if key not in self._runtimes:
             self._runtimes[key] = load(self.preset, layout=self.layout, head_dim=head_dim, num_kv_heads=num_kv_heads,
                                        num_q_heads=self.num_q_heads, block_size=self.block_size, dtype=torch.bfloat16,
-                                       device=device, **self.overrides)
+                                       device=device, sinks=sinks, sliding_window=sliding_window, **self.overrides)
         return self._runtimes[key]
 
     def new_token_rows(self, layer: TurboQuantLayer, attention_mask, b: int, t: int) -> list[int]:
@@ -350,9 +366,9 @@ def tqgen_attention(module, query, key, value, attention_mask, dropout=0.0, scal
     if layer is None or layer.layer_idx != module.layer_idx or layer.new_tokens != query.shape[2]:
         # not a TurboQuantCache forward (e.g. the model run again with its own DynamicCache): earlier
         # versions attended a stale cache here and generated garbage
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
-                                      scaling=scaling, **kwargs)
+        return _fallback(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     b, hq, t, d = query.shape
+    window, sinks = _attention_options(module, dropout, hq, kwargs)
     if not layer.quantize:  # raw K/V; row r's real tokens are its last lengths[r] + n columns
         out = query.new_zeros(b, t, hq, d)  # pad positions: zeros (no real token attends them)
         for r, n in enumerate(layer.owner.new_token_rows(layer, attention_mask, b, t)):
@@ -361,7 +377,7 @@ def tqgen_attention(module, query, key, value, attention_mask, dropout=0.0, scal
                 k = key[r, :, key.shape[2] - total:].transpose(0, 1)
                 v = value[r, :, value.shape[2] - total:].transpose(0, 1)
                 q = query[r, :, t - n:].transpose(0, 1).contiguous()
-                out[r, t - n:] = attend(q, k, v, layer.lengths[r], scaling, None, None)
+                out[r, t - n:] = attend(q, k, v, layer.lengths[r], scaling, sinks, window)
                 layer.lengths[r] = total
         return out, None
     new_k, new_v = layer.new_kv
@@ -371,7 +387,46 @@ def tqgen_attention(module, query, key, value, attention_mask, dropout=0.0, scal
     step = pages.step[1] if pages.step is not None and pages.step[0] == step_key else None
     if step is None:  # the forward's first quantised layer: check the padding, plan the slots and tables
         step = pages.plan(step_key, layer.owner.new_token_rows(layer, attention_mask, b, t), t, query.device)
-    return _attend_stored(layer, step, query, new_k, new_v, scaling)
+    if sinks is not None or window is not None:  # a runtime whose variants take them
+        layer.kv = layer.owner.runtime(d, new_k.shape[1], query.device, sinks is not None, window is not None)
+    return _attend_stored(layer, step, query, new_k, new_v, scaling, sinks, window)
+
+
+def _fallback(module, query, key, value, attention_mask, **kwargs):
+    """The model's own attention for a call that is not a TurboQuantCache's: its eager function where the model ran
+    eager attention before (the masks are SDPA's boolean ones: made additive for it), SDPA otherwise."""
+    if _FALLBACK.get(id(module.config)) == "eager":
+        eager = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
+        if eager is not None:
+            if attention_mask is not None and attention_mask.dtype == torch.bool:
+                attention_mask = torch.zeros(attention_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
+                    ~attention_mask, torch.finfo(query.dtype).min)
+            return eager(module, query, key, value, attention_mask, **kwargs)
+    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+
+def _attention_options(module, dropout, hq: int, kwargs) -> tuple[int | None, torch.Tensor | None]:
+    """(sliding window, sinks) of this attention call, from what the model passes (Mistral / Qwen2 / Gemma 3 /
+    gpt-oss: ``sliding_window``; gpt-oss: ``s_aux``, a sink logit a query head); refuses what the kernels cannot do."""
+    name = type(module).__name__
+    if kwargs.get("softcap"):
+        raise ValueError(f"TurboQuantCache: {name} asks for attention logit soft-capping (softcap="
+                         f"{kwargs['softcap']}, Gemma 2); tqgen's kernels compute plain softmax attention, so its "
+                         "scores would be wrong. Use the model's own cache for this model.")
+    if dropout:
+        raise ValueError(f"TurboQuantCache: {name} asks for attention dropout {dropout} (training mode); the cache is "
+                         "for inference: call model.eval() first.")
+    window = kwargs.get("sliding_window")
+    if window is not None and (not isinstance(window, int) or window < 1):
+        raise ValueError(f"TurboQuantCache: {name} passed sliding_window={window!r}; expected None or a positive int "
+                         "(the keys a query attends, itself included).")
+    sinks = kwargs.get("s_aux")
+    if sinks is not None:
+        sinks = sinks.detach().float().reshape(-1)
+        if sinks.numel() != hq:
+            raise ValueError(f"TurboQuantCache: {name} passed s_aux (attention sinks) of shape {tuple(kwargs['s_aux'].shape)}; "
+                             f"expected one sink logit a query head ({hq}).")
+    return window, sinks
 
 
 def _tokens(x: torch.Tensor, step: _Step) -> torch.Tensor:
@@ -383,7 +438,7 @@ def _tokens(x: torch.Tensor, step: _Step) -> torch.Tensor:
     return x.reshape(b * t, h, d).index_select(0, step.take).to(torch.bfloat16)
 
 
-def _attend_stored(layer: TurboQuantLayer, step: _Step, query, new_k, new_v, scaling):
+def _attend_stored(layer: TurboQuantLayer, step: _Step, query, new_k, new_v, scaling, sinks, window):
     """A quantised layer's forward: store the real new tokens (one call), attend the first chunks on their raw K/V
     and every continuation through the paged cache (one decode call for a generation step, one prefill call
     otherwise)."""
@@ -395,14 +450,15 @@ def _attend_stored(layer: TurboQuantLayer, step: _Step, query, new_k, new_v, sca
     q = _tokens(query, step)
     flat = None if step.all_real and step.hist_all else query.new_zeros(b * t, hq, d)  # pads: zeros
     for r, a, n in step.fresh:  # first chunk: raw K/V in the kernels' dtype, as the runtime's prefill does
-        flat[r * t + t - n:(r + 1) * t] = attend(q[a:a + n], k[a:a + n], v[a:a + n], 0, scaling, None, None)
+        flat[r * t + t - n:(r + 1) * t] = attend(q[a:a + n], k[a:a + n], v[a:a + n], 0, scaling, sinks, window)
     if step.hist_rows:
         qh = q if step.hsel is None else q.index_select(0, step.hsel)
         if step.one_each:  # a generation step: one token a row, one decode call
-            o = kv.decode(qh, paged, step.block_table, step.lens, scale=scaling, check=False)
+            o = kv.decode(qh, paged, step.block_table, step.lens, scale=scaling, sinks=sinks, sliding_window=window,
+                          check=False)
         else:  # lengths and boundaries as host tensors: the prefill reads nothing back
             o = kv.prefill(qh, None, None, paged, None, step.block_table, step.lens_host, step.qsl_host,
-                           scale=scaling, stored=True, check=False)
+                           scale=scaling, sinks=sinks, sliding_window=window, stored=True, check=False)
         if flat is None:
             return o.to(query.dtype).view(b, t, hq, d), None
         flat.index_copy_(0, step.hpos, o.to(flat.dtype))

@@ -95,3 +95,139 @@ def test_reset_clears_the_shared_pages():
         assert cache.pages.lengths == [] and cache.pages.blocks_used == 0 and cache.get_seq_length() == 0
         again = model(ids, use_cache=True, **_arg(model, cache)).logits
     assert torch.equal(first, again) and cache.pages.lengths == [20]
+
+
+def _gpt_oss():
+    """A tiny random gpt-oss: sliding-window layers (window 5) around a full one, attention sinks (s_aux) set to
+    random logits, eager attention (its default); float32 (its experts' grouped matmul takes no float64)."""
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    torch.manual_seed(0)
+    cfg = GptOssConfig(vocab_size=64, hidden_size=64, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=64, num_local_experts=2, num_experts_per_tok=1, sliding_window=5,
+                       layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                       max_position_embeddings=131072)  # YaRN's factor 32 over its 4096 original positions
+    model = GptOssForCausalLM(cfg).eval()
+    for layer in model.model.layers:
+        layer.self_attn.sinks.data.normal_()
+    return model
+
+
+def _steps(model, ids, n0: int, cache=None) -> torch.Tensor:
+    """Last-position logits of a prompt of n0 tokens, then of each later token fed alone."""
+    from transformers import DynamicCache
+
+    cache = cache if cache is not None else DynamicCache(config=model.config)
+    with torch.no_grad():
+        out = [model(ids[:, :n0], use_cache=True, **_arg(model, cache)).logits[0, -1]]
+        out += [model(ids[:, i:i + 1], use_cache=True, **_arg(model, cache)).logits[0, -1] for i in range(n0, ids.shape[1])]
+    return torch.stack(out)
+
+
+class _Oracle:
+    """Attention over the dequantised cache in float64, written out (causal mask, sliding window, sinks' extra
+    softmax column): each layer stores its chunks through the reference runtime's store into its own pages; the
+    first chunk attends its raw K/V, later ones the dequantised history, the query rounded to bf16 as the kernels take
+    it (TurboQuantCache's contract)."""
+
+    def __init__(self, preset: str, hq: int, hk: int, d: int):
+        import tqgen_runtime
+
+        self.kv = tqgen_runtime.load(preset, layout="soa", head_dim=d, num_kv_heads=hk, num_q_heads=hq,
+                                     backend="reference", device="cpu")
+        self.layers: dict = {}
+
+    def __call__(self, module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
+        bf = torch.bfloat16
+        dev = query.device
+        query, key, value = query.cpu(), key.cpu(), value.cpu()  # the reference runtime's pages live on the CPU
+        t, d = query.shape[2], query.shape[3]
+        # the new tokens: the last t of what the model's cache hands over (its sliding layers keep only a window)
+        k, v = (x[0, :, -t:].transpose(0, 1).to(bf).contiguous() for x in (key, value))  # [t, Hk, D]
+        cache, n = self.layers.get(module.layer_idx, (self.kv.allocate(8), 0))
+        self.kv.store(k, v, cache, torch.arange(n, n + t, dtype=torch.int32))
+        self.layers[module.layer_idx] = (cache, n + t)
+        if n == 0:
+            K, V = k.double().transpose(0, 1), v.double().transpose(0, 1)  # [Hk, t, D]
+        else:
+            K, V = (x[0].double() for x in self.kv.dequant(cache, torch.arange(8, dtype=torch.int32)[None],
+                                                           torch.tensor([n + t], dtype=torch.int32), dtype=torch.float32))
+        hq, hk, L = query.shape[1], K.shape[0], K.shape[1]
+        q = query[0].to(bf).double()  # [Hq, t, D]
+        logits = q @ K.repeat_interleave(hq // hk, 0).transpose(1, 2) * scaling  # [Hq, t, L]
+        qpos, kpos = torch.arange(n, n + t)[:, None], torch.arange(L)[None]
+        ok = (kpos <= qpos) & ((kpos > qpos - kw["sliding_window"]) if kw.get("sliding_window") else True)
+        logits = logits.masked_fill(~ok, float("-inf"))
+        sinks = kw["s_aux"].detach().cpu().double()[:, None, None].expand(hq, t, 1)
+        p = torch.softmax(torch.cat([logits, sinks], -1), -1)[..., :L]
+        return (p @ V.repeat_interleave(hq // hk, 0)).transpose(0, 1)[None].to(bf).to(query.dtype).to(dev), None
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_sliding_window_and_sinks_reach_the_kernels(device):
+    """gpt-oss passes sliding_window (its sliding layers) and s_aux (sinks) to the attention: the raw (boundary) path
+    equals the model's own eager attention, the quantised path equals the oracle above, and the runtime's calls get
+    each layer's window and sinks. Ignoring either moves the logits by ~0.2-0.5 (measured: the raw path's check
+    fails at 0.46 without the window, 0.19 without the sinks); the bounds below are each path's float32 / bf16
+    roundings."""
+    from transformers import AttentionInterface
+
+    import tqgen_runtime.hf as hf
+    from tqgen_runtime.hf import TurboQuantCache
+
+    backend = "reference" if device == "cpu" else None  # on the GPU: the runtime's choice (the C++ kernels)
+    model = _gpt_oss().to(device)
+    ids = torch.randint(3, 64, (1, 20), generator=torch.Generator().manual_seed(1)).to(device)
+    plain = _steps(model, ids, 12)  # eager, the model's DynamicCache
+    # every layer raw: the model's attention to float32 rounding (its sinks' softmax in float32 both ways)
+    raw = _steps(model, ids, 12, TurboQuantCache(model, preset="k8v4", layout="soa", skip_layers=[0, 1, 2],
+                                                backend=backend))
+    assert (raw - plain).abs().max() < 1e-5, (raw - plain).abs().max()
+    # quantised: every call gets its layer's window and sinks
+    cache = TurboQuantCache(model, preset="k8v4", layout="soa", skip_layers=[], backend=backend)
+    seen = []
+    for flags in ((False, False), (True, False), (True, True)):  # no layer yet / the full layer / the sliding ones
+        kv = cache.runtime(64, 2, ids.device, *flags)
+        for op in ("decode", "prefill"):
+            f = getattr(kv, op)
+
+            def wrapped(*a, _f=f, **k):
+                seen.append((k.get("sliding_window"), None if k.get("sinks") is None else k["sinks"].clone()))
+                return _f(*a, **k)
+            setattr(kv, op, wrapped)
+    got = _steps(model, ids, 12, cache)
+    assert [w for w, _ in seen] == [5, None, 5] * 8  # 8 one-token steps x 3 layers, each one decode call
+    for i, (_, s) in enumerate(seen):
+        assert torch.equal(s, model.model.layers[i % 3].self_attn.sinks.detach().float()), i
+    oracle = _Oracle("k8v4", 4, 2, 64)
+    AttentionInterface.register("tq_oracle", oracle)
+    model.set_attn_implementation("tq_oracle")
+    want = _steps(model, ids, 12)
+    model.set_attn_implementation("eager")
+    # CPU: both round each layer's output to bf16 (the oracle's float64 softmax vs the reference decode's float32:
+    # the same bf16 values but at a rounding tie); measured equal, the bound 1e-3 leaves room for a tie broken the
+    # other way (2^-9 of one layer's output). GPU: the C++ decode's fp32 arithmetic differs from the reference's, so
+    # its bf16 outputs differ by an ulp here and there, the next layer's K/V by as much, and a stored fp8 / 4-bit code
+    # can flip: 3e-3..1e-2 (measured on the CPU when the oracle skipped its bf16 rounding); bound 3e-2. Ignoring the
+    # window or the sinks moves the logits by 0.2-0.5.
+    bound = 1e-3 if device == "cpu" else 3e-2
+    assert (got - want).abs().max() < bound, (got - want).abs().max()
+    assert (got - plain).abs().max() > 1e-2  # the quantisation is there (k8v4: ~0.2 here)
+    assert torch.equal(_steps(model, ids, 12), plain)  # no cache: the model's own eager attention, unchanged
+    assert hf._FALLBACK[id(model.config)] == "eager"
+
+
+def test_softcap_and_dropout_are_refused():
+    from tqgen_runtime.hf import TurboQuantCache, tqgen_attention
+
+    model = _model()
+    cache = TurboQuantCache(model, preset="k8v4", layout="soa", skip_layers=[], backend="reference")
+    attn = model.model.layers[0].self_attn
+    q = torch.zeros(1, 4, 1, 16, dtype=torch.float64)
+    k = torch.zeros(1, 2, 1, 16, dtype=torch.float64)
+    for kw, match in ((dict(softcap=50.0), r"soft-capping \(softcap=50.0, Gemma 2\).*own cache"),
+                      (dict(dropout=0.1), r"dropout 0.1 \(training mode\).*model.eval\(\)"),
+                      (dict(sliding_window=0), r"sliding_window=0; expected None or a positive int")):
+        cache.layers[0].update(k, k)
+        with pytest.raises(ValueError, match=match):
+            tqgen_attention(attn, q, k, k, None, scaling=0.25, **kw)
