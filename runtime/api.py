@@ -37,6 +37,9 @@ PREFILL_DECODE_MAX_TOKENS = int(os.environ.get("TQGEN_PREFILL_DECODE_MAX_TOKENS"
 #: A prefill dequantises the histories of its longer chunks together, at most this many bytes of bf16 K/V a call
 #: (a single longer sequence alone): one launch for many short histories, bounded scratch for long ones.
 PREFILL_DEQUANT_BYTES = int(os.environ.get("TQGEN_PREFILL_DEQUANT_BYTES", str(1 << 30)))
+#: float32 scores a block of queries of the masked / sinks attention path (sliding windows, sinks, the CPU) may hold:
+#: longer chunks go a block of queries at a time (a 32K-token chunk at 64 heads would otherwise need 256 GiB)
+ATTN_BLOCK_BYTES = int(os.environ.get("TQGEN_ATTN_BLOCK_BYTES", str(1 << 28)))
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -340,16 +343,35 @@ def _attention(q, k, v, q_offset: int, scale: float, sinks, window) -> torch.Ten
 
 def _attention_batch(q, k, v, q_offset: int, scale: float, sinks, window) -> torch.Tensor:
     """q [B, n, Hq, D] at positions q_offset.. ; k, v [B, Hk, L, D] at 0..L-1, L = q_offset + n → [B, n, Hq, D]
-    (causal). Without sinks or a window: SDPA with torch's bottom-right causal bias (flash / memory-efficient
-    kernels on the GPU, no mask in memory); else the mask or the sinks' softmax in float32."""
+    (causal). Without sinks or a window: SDPA with torch's bottom-right causal bias on the GPU (flash /
+    memory-efficient kernels, no mask in memory); else a mask or the sinks' softmax in float32, a block of queries
+    at a time: at most ``ATTN_BLOCK_BYTES`` of float32 scores a block, each block against the keys it can see (with a
+    window, the last ``window`` before each query: work linear in the context, not quadratic)."""
     bsz, n, hq, d = q.shape
     hk, L = k.shape[1], k.shape[2]
-    qt = q.transpose(1, 2)  # [B, Hq, n, D]
     if sinks is None and not window and q.device.type == "cuda":
         from torch.nn.attention.bias import causal_lower_right
         causal = dict(is_causal=True) if n == L else dict(attn_mask=causal_lower_right(n, L))
-        o = F.scaled_dot_product_attention(qt, k, v, scale=scale, enable_gqa=hq != hk, **causal)
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k, v, scale=scale, enable_gqa=hq != hk, **causal)
         return o.transpose(1, 2)
+    seen = min(L, (window or L) + n)  # keys a block of all n queries can see
+    rows = max(1, min(n, ATTN_BLOCK_BYTES // max(1, 4 * bsz * hq * seen)))
+    if rows >= n:
+        return _attention_block(q, k, v, q_offset, scale, sinks, window)
+    out = torch.empty_like(q)
+    for a in range(0, n, rows):
+        e = min(n, a + rows)
+        lo = max(0, q_offset + a - window + 1) if window else 0  # the first key the block's first query sees
+        out[:, a:e] = _attention_block(q[:, a:e], k[:, :, lo:q_offset + e], v[:, :, lo:q_offset + e],
+                                       q_offset + a - lo, scale, sinks, window)
+    return out
+
+
+def _attention_block(q, k, v, q_offset: int, scale: float, sinks, window) -> torch.Tensor:
+    """``_attention_batch``'s masked / sinks path for one block of queries (keys at 0..L-1 of the block's view)."""
+    bsz, n, hq, d = q.shape
+    hk, L = k.shape[1], k.shape[2]
+    qt = q.transpose(1, 2)  # [B, Hq, n, D]
     qpos = torch.arange(q_offset, q_offset + n, device=q.device)[:, None]
     kpos = torch.arange(L, device=q.device)[None, :]
     mask = kpos <= qpos

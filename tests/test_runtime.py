@@ -304,3 +304,31 @@ def test_nvidia_store_of_fp8_keys_into_aos_prefers_triton():
     assert [c.name for c, _ in p.candidates["store"]] == ["cuda", "triton", "reference"]
     p = tqr.plan("4bit_nc", layout="aos", num_kv_heads=8, num_q_heads=32, device="sm90")
     assert p.chosen("store").name == "cuda"
+
+
+@pytest.mark.parametrize("sinks,window", [(False, None), (False, 20), (True, None), (True, 20)])
+def test_attention_by_query_blocks_equals_one_block(monkeypatch, sinks, window):
+    """The runtime's masked / sinks attention (sliding windows, sinks, the CPU) goes a block of queries at a time when
+    one block's float32 scores would pass ATTN_BLOCK_BYTES, each block against the keys it can see (a window: only
+    the last `window` keys before its queries). Same math, summed over the same nonzero terms: equal to one block
+    within float32 rounding (rtol 1e-5 of the outputs' size; measured ~1e-7)."""
+    from tqgen_runtime import api
+
+    g = torch.Generator().manual_seed(7)
+    q = torch.randn(2, 37, 4, 16, generator=g)  # [B, n, Hq, D] at positions 63..99
+    k, v = torch.randn(2, 2, 100, 16, generator=g), torch.randn(2, 2, 100, 16, generator=g)
+    s = torch.randn(4, generator=g) if sinks else None
+    whole = api._attention_batch(q, k, v, 63, 0.25, s, window)
+    calls = []
+    block = api._attention_block
+
+    def spy(qq, kk, *a):
+        calls.append((qq.shape[1], kk.shape[2]))
+        return block(qq, kk, *a)
+    monkeypatch.setattr(api, "_attention_block", spy)
+    monkeypatch.setattr(api, "ATTN_BLOCK_BYTES", 4 * 2 * 4 * 100 * 5)  # 5 query rows of full-length scores a block
+    parts = api._attention_batch(q, k, v, 63, 0.25, s, window)
+    assert len(calls) > 1 and sum(n for n, _ in calls) == 37
+    if window:  # each block sees its window only: rows + window - 1 keys at most
+        assert all(L <= n + window - 1 for n, L in calls), calls
+    assert torch.allclose(parts, whole, rtol=0, atol=1e-5 * float(whole.abs().max())), (parts - whole).abs().max()
