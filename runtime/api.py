@@ -354,8 +354,12 @@ def _attention_batch(q, k, v, q_offset: int, scale: float, sinks, window) -> tor
         causal = dict(is_causal=True) if n == L else dict(attn_mask=causal_lower_right(n, L))
         o = F.scaled_dot_product_attention(q.transpose(1, 2), k, v, scale=scale, enable_gqa=hq != hk, **causal)
         return o.transpose(1, 2)
-    seen = min(L, (window or L) + n)  # keys a block of all n queries can see
-    rows = max(1, min(n, ATTN_BLOCK_BYTES // max(1, 4 * bsz * hq * seen)))
+    cap = ATTN_BLOCK_BYTES // (4 * bsz * hq)  # scores (query x key) a block may hold
+    if window and window < L:  # a block of r queries sees r + window - 1 keys: the largest r with r (r + w - 1) <= cap
+        rows = (math.isqrt((window - 1) ** 2 + 4 * cap) - (window - 1)) // 2
+    else:
+        rows = cap // L
+    rows = max(1, min(n, rows))
     if rows >= n:
         return _attention_block(q, k, v, q_offset, scale, sinks, window)
     out = torch.empty_like(q)
