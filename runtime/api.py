@@ -205,7 +205,7 @@ class TurboQuantKV:
 
         query [T, Hq, D], key/value [T, Hk, D] (the new tokens of every sequence, concatenated),
         query_start_loc [B+1] (cumulative), seq_lens [B] = context + new tokens. A sequence without
-        history attends its raw K/V (SDPA, causal); the continuation chunks of at most ``decode_max_tokens``
+        history attends its raw K/V (SDPA, causal; one call for a run of equal first chunks); the continuation chunks of at most ``decode_max_tokens``
         new tokens run together through one decode call (one query per token, per-token lengths); a longer
         chunk attends its dequantised sequence (history + its own stored tokens) by SDPA, bottom-right causal.
         The dequant runs once for a group of such sequences (up to ``PREFILL_DEQUANT_BYTES`` of bf16 K/V a call),
@@ -257,8 +257,12 @@ class TurboQuantKV:
         if not stored:  # every check passed: nothing is stored on a refusal
             self.store(key, value, cache, slot_mapping, check=False)
         out = torch.empty_like(query)
-        for i, a, n, _ in fresh:
-            out[a:a + n] = _attention(query[a:a + n], key[a:a + n], value[a:a + n], 0, scale, sinks, sliding_window)
+        for r, f in _runs(fresh):  # first chunks: raw K/V, one SDPA call a run of equal chunks
+            a, n, m = fresh[r][1], fresh[r][2], f - r
+            span = slice(a, a + n * m)
+            kk, vv = (x[span].unflatten(0, (m, n)).transpose(1, 2) for x in (key, value))  # [runs, Hk, n, D]
+            o = _attention_batch(query[span].unflatten(0, (m, n)), kk, vv, 0, scale, sinks, sliding_window)
+            out[span] = o.flatten(0, 1)
         if short:
             self._prefill_by_decode(short, query, cache, block_table, out, scale, sinks, sliding_window)
         if long:
@@ -305,20 +309,28 @@ class TurboQuantKV:
             pick = torch.tensor([s[0] for s in group], dtype=torch.int64).to(block_table.device, non_blocking=True)
             k, v = deq.dequant(cache, block_table.index_select(0, pick), seq_lens.to(cache.device).index_select(0, pick),
                                top, query.dtype, check=False)  # [G, Hk, top, D]
-            r = 0
-            while r < len(group):  # runs of the same (history, chunk): one SDPA call each
+            for r, f in _runs(group):  # runs of the same (history, chunk): one SDPA call each
                 _, a, n, ctx = group[r]
-                f = r + 1
-                while f < len(group) and group[f][2:] == (n, ctx) and group[f][1] == group[f - 1][1] + n:
-                    f += 1
                 qq = query[a:a + n * (f - r)].unflatten(0, (f - r, n))  # [runs, n, Hq, D]
                 o = _attention_batch(qq, k[r:f, :, :ctx + n], v[r:f, :, :ctx + n], ctx, scale, sinks, window)
                 out[a:a + n * (f - r)] = o.flatten(0, 1)
-                r = f
             j = e
 
     def __repr__(self) -> str:
         return f"TurboQuantKV({self.spec.token} on {self.target}, variants={self.variants})"
+
+
+def _runs(seqs):
+    """(first, past-the-end) index pairs of the runs of ``seqs`` — (sequence, first token, new tokens, history) in
+    query order — with the same new tokens and history whose new tokens follow each other in the query: one batched
+    SDPA call a run."""
+    r = 0
+    while r < len(seqs):
+        f = r + 1
+        while f < len(seqs) and seqs[f][2:] == seqs[r][2:] and seqs[f][1] == seqs[f - 1][1] + seqs[r][2]:
+            f += 1
+        yield r, f
+        r = f
 
 
 def _host_ints(*xs: torch.Tensor) -> list[list[int]]:

@@ -332,3 +332,22 @@ def test_attention_by_query_blocks_equals_one_block(monkeypatch, sinks, window):
     if window:  # each block sees its window only: rows + window - 1 keys at most
         assert all(L <= n + window - 1 for n, L in calls), calls
     assert torch.allclose(parts, whole, rtol=0, atol=1e-5 * float(whole.abs().max())), (parts - whole).abs().max()
+
+
+def test_prefill_first_chunks_run_together(monkeypatch):
+    """First chunks (no history) of equal length next to each other in the query attend their raw K/V in one SDPA
+    call; each equals that sequence prefilled alone to one bf16 ulp of max |out| (2^-7 of it: a differently batched
+    SDPA call's rounding)."""
+    kv = tqr.load("k8v4", layout="soa", num_kv_heads=2, num_q_heads=4, head_dim=64, device="cpu", backend="reference")
+    news = [9, 9, 9, 5, 9, 9]  # runs: [0, 3) of 9, [3] of 5, [4, 6) of 9
+    cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, [0] * 6, news, seed=6)
+    calls = []
+    sdpa = tqr.api._attention_batch
+    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(q_.shape[:2]) or sdpa(q_, *a))
+    out = kv.prefill(q, k, v, cache, slots, bt, lens, qsl)
+    assert calls == [(3, 9), (1, 5), (2, 9)]
+    for i, n in enumerate(news):
+        a = int(qsl[i])
+        alone = kv.prefill(q[a:a + n], k[a:a + n], v[a:a + n], cache.clone(), slots[a:a + n], bt[i:i + 1],
+                           lens[i:i + 1], torch.tensor([0, n], dtype=torch.int32))
+        assert float((out[a:a + n].float() - alone.float()).abs().max()) <= 2.0 ** -7 * float(alone.abs().max()), i
