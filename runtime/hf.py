@@ -80,10 +80,9 @@ class _Step:
     each layer in its own pool of pages). Index tensors are on the device, made by one host-to-device copy."""
 
     def __init__(self, pages: "_Pages", counts: list[int], t: int, device):
-        self.counts, self.t = counts, t
+        self.counts = counts
         self.before = list(pages.lengths)
         bs = pages.block_size
-        b = len(counts)
         slots: list[int] = []
         for r, n in enumerate(counts):
             start = self.before[r]
@@ -111,8 +110,10 @@ class _Step:
         hsel = [] if self.hist_all else [a + j for _, a, n in hist for j in range(n)]
         hpos = [] if self.all_real and self.hist_all else [r * t + j for r, _, n in hist for j in range(t - n, t)]
         self.lens_host = torch.tensor([pages.lengths[r] for r in self.hist_rows], dtype=torch.int32)
-        self.qsl_host = torch.tensor([0] + [sum(n for _, _, n in hist[:i + 1]) for i in range(len(hist))],
-                                     dtype=torch.int32)
+        qsl = [0]
+        for _, _, n in hist:
+            qsl.append(qsl[-1] + n)
+        self.qsl_host = torch.tensor(qsl, dtype=torch.int32)
         self.one_each = all(n == 1 for _, _, n in hist)  # a generation step: one decode call
         width = max([len(pages.tables[r]) for r in self.hist_rows] + [1])
         table = [0] * (len(hist) * width)
