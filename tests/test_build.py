@@ -131,3 +131,31 @@ def test_triton_decode_warps_are_the_decodes_alone():
     assert triton_options(spec, Target.SM80).decode_num_warps == 0
     with pytest.raises(SpecError, match="decode_num_warps"):
         make_variant(spec, "sm90", options=dataclasses.replace(o, decode_num_warps=3))
+
+
+def test_triton_dequant_warps_are_the_dequants_alone():
+    """TritonOptions.dequant_num_warps launches the dequant only (0: num_warps; a power of two); the sm90 overrides
+    measured in bench/results/h200-2026-12-04-triton-dequant-sweep.md give SoA 4-bit keys and values at head_dim 128
+    64-token programs of 2 warps and SoA k3v4_nc one warp, and leave the other layouts, head_dim 64 and the other
+    targets alone."""
+    import dataclasses
+
+    from tqgen.ir import SpecError, Target
+    from tqgen.lower_triton import triton_options
+    soa4 = triton_options(LayoutSpec.from_preset("4bit_nc", layout="soa"), Target.SM90)
+    assert (soa4.dequant_block_n, soa4.dequant_num_warps, soa4.num_warps) == (64, 2, 4)
+    assert soa4.launch_kwargs(Target.SM90, dequant=True)["num_warps"] == 2
+    assert soa4.launch_kwargs(Target.SM90)["num_warps"] == 4  # the store's
+    assert soa4.launch_kwargs(Target.SM90, decode=True)["num_warps"] == 1  # the decode's own (Lloyd-Max keys)
+    k3 = triton_options(LayoutSpec.from_preset("k3v4_nc", layout="soa"), Target.SM90)
+    assert (k3.dequant_block_n, k3.dequant_num_warps) == (16, 1)
+    for spec, target in ((LayoutSpec.from_preset("4bit_nc", layout="aos"), Target.SM90),
+                         (LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=64), Target.SM90),
+                         (LayoutSpec.from_preset("3bit_nc", layout="soa"), Target.SM90),
+                         (LayoutSpec.from_preset("4bit_nc", layout="soa"), Target.GFX942)):
+        o = triton_options(spec, target)
+        assert (o.dequant_num_warps, o.dequant_block_n) == (0, 16), (spec.token, target)
+        assert o.launch_kwargs(target, dequant=True)["num_warps"] == o.num_warps
+    with pytest.raises(SpecError, match="dequant_num_warps"):
+        make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), "sm90",
+                     options=dataclasses.replace(soa4, dequant_num_warps=3))

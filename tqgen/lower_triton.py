@@ -46,6 +46,7 @@ class TritonOptions:
     block_n: int = 32  # decode tokens per tile
     store_block_m: int = 16  # store rows (token, head) per program
     dequant_block_n: int = 16
+    dequant_num_warps: int = 0  # the dequant's warps (0: num_warps)
     merge_num_warps: int = 4
     waves_per_eu: int = 0  # AMD only (0 = compiler default)
     matrix_instr_nonkdim: int = 0  # AMD MFMA size (0 = default, 16, 32)
@@ -60,8 +61,10 @@ class TritonOptions:
             v = getattr(self, name)
             if not is_power_of_two(v):
                 r.append(Reason(name, v, "a power of two"))
-        if self.decode_num_warps and not is_power_of_two(self.decode_num_warps):
-            r.append(Reason("decode_num_warps", self.decode_num_warps, "0 (num_warps) or a power of two"))
+        for name in ("decode_num_warps", "dequant_num_warps"):
+            v = getattr(self, name)
+            if v and not is_power_of_two(v):
+                r.append(Reason(name, v, "0 (num_warps) or a power of two"))
         if self.block_n < 16 or self.store_block_m < 16 or self.dequant_block_n < 16:
             r.append(Reason("block_n/store_block_m/dequant_block_n", (self.block_n, self.store_block_m,
                             self.dequant_block_n), "at least 16", "tl.dot needs 16 rows"))
@@ -78,9 +81,11 @@ class TritonOptions:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def launch_kwargs(self, target: Target, decode: bool = False) -> dict[str, Any]:
-        """Triton launch keywords; ``decode``: for the decode split kernel (its own warp count)."""
-        warps = self.decode_num_warps if decode and self.decode_num_warps else self.num_warps
+    def launch_kwargs(self, target: Target, decode: bool = False, dequant: bool = False) -> dict[str, Any]:
+        """Triton launch keywords; ``decode`` / ``dequant``: for the decode split kernel / the dequant (their own warp
+        counts where set)."""
+        own = self.decode_num_warps if decode else self.dequant_num_warps if dequant else 0
+        warps = own or self.num_warps
         kw: dict[str, Any] = {"num_warps": warps, "num_stages": self.num_stages}
         if target.info.vendor is Vendor.AMD:
             if self.waves_per_eu:
@@ -138,6 +143,16 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "AoS 4-bit keys at head_dim 128: the one-warp decode already takes 255 registers; the balanced "
                    "specialisation's deal of the programs before the tile loop made ptxas keep 8-16 bytes of the loop "
                    "on the stack (tqgen.compile_check, batch widths 16 and 64): its decode keeps the classic splits"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("value_bits", 4),
+                                 ("head_dim", 128)), (("dequant_block_n", 64), ("dequant_num_warps", 2)),
+                   "SoA 4-bit keys and values at head_dim 128: the dequant on 64-token programs of 2 warps, 1.56x the "
+                   "16 x 4 default's speed (B=32 L=8K: 586 vs 907 us, 55 vs 36 % of the copy ceiling; 32 x 1 1.51x; "
+                   "outputs equal but for bf16 rounding ties, 686 of 16.8M elements an ulp apart): bench/results/"
+                   "h200-2026-12-04-triton-dequant-sweep.md"),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 3), ("value_bits", 4),
+                                 ("head_dim", 128)), (("dequant_num_warps", 1),),
+                   "SoA k3v4_nc at head_dim 128: the dequant on one warp, 1.24x the 4-warp default's speed (B=32 L=8K: "
+                   "789 vs 973 us; 64 x 2 1.18x): bench/results/h200-2026-12-04-triton-dequant-sweep.md"),
     # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
     OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
                    "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "

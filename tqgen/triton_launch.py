@@ -88,8 +88,8 @@ class TritonKernels:
             self._consts[key] = (klut, klut)
         return self._consts[key]
 
-    def _launch_kw(self, device: torch.device, decode: bool = False) -> dict:
-        return self.variant.options.launch_kwargs(self.variant.target, decode) if device.type == "cuda" else {}
+    def _launch_kw(self, device: torch.device, decode: bool = False, dequant: bool = False) -> dict:
+        return self.variant.options.launch_kwargs(self.variant.target, decode, dequant) if device.type == "cuda" else {}
 
     # ------------------------------------------------------------------ store
     def store(self, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
@@ -250,7 +250,7 @@ class TritonKernels:
         bn = self.variant.options.dequant_block_n
         self.module.tq_dequant[(b * hk, triton_cdiv(max_len, bn))](
             cache, cache.view(torch.int16), block_table, seq_lens, c["rot"], c["cent"], k, v, block_table.stride(0), max_len,
-            **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device))
+            **layout_constexprs(s, hk), BLOCK_N=bn, **self._launch_kw(cache.device, dequant=True))
         return k, v
 
 
