@@ -80,12 +80,11 @@ class _Step:
     each layer in its own pool of pages). Index tensors are on the device, made by one host-to-device copy."""
 
     def __init__(self, pages: "_Pages", counts: list[int], t: int, device):
-        self.counts = counts
-        self.before = list(pages.lengths)
+        before = list(pages.lengths)
         bs = pages.block_size
         slots: list[int] = []
         for r, n in enumerate(counts):
-            start = self.before[r]
+            start = before[r]
             table = pages.tables[r]
             need = -(-(start + n) // bs) - len(table)
             if need > 0:
@@ -102,7 +101,7 @@ class _Step:
         hist: list[tuple[int, int, int]] = []  # the same for rows that continue a sequence
         a = 0
         for r, n in real:
-            (hist if self.before[r] else self.fresh).append((r, a, n))
+            (hist if before[r] else self.fresh).append((r, a, n))
             a += n
         self.hist_rows = [r for r, _, _ in hist]
         # hist tokens among the real ones (None: all of them); their positions among the b * t (None: the same)
@@ -115,10 +114,7 @@ class _Step:
             qsl.append(qsl[-1] + n)
         self.qsl_host = torch.tensor(qsl, dtype=torch.int32)
         self.one_each = all(n == 1 for _, _, n in hist)  # a generation step: one decode call
-        width = max([len(pages.tables[r]) for r in self.hist_rows] + [1])
-        table = [0] * (len(hist) * width)
-        for i, r in enumerate(self.hist_rows):
-            table[i * width:i * width + len(pages.tables[r])] = pages.tables[r]
+        width, table = pages.padded(self.hist_rows)
         parts = [slots, take, hsel, hpos, table, self.lens_host.tolist()]
         flat = torch.tensor([x for p in parts for x in p], dtype=torch.int32).to(device, non_blocking=True)
         views, o = [], 0
@@ -158,12 +154,17 @@ class _Pages:
             self.step = (key, _Step(self, counts, t, device))
         return self.step[1]
 
-    def block_table(self, rows, device) -> torch.Tensor:
+    def padded(self, rows) -> tuple[int, list[int]]:
+        """(width, the rows' tables as one row-major list, each padded with zeros to the widest)."""
         width = max([len(self.tables[r]) for r in rows] + [1])
-        bt = torch.zeros(len(rows), width, dtype=torch.int32)
+        flat = [0] * (len(rows) * width)
         for i, r in enumerate(rows):
-            bt[i, :len(self.tables[r])] = torch.tensor(self.tables[r], dtype=torch.int32)
-        return bt.to(device)
+            flat[i * width:i * width + len(self.tables[r])] = self.tables[r]
+        return width, flat
+
+    def block_table(self, rows, device) -> torch.Tensor:
+        width, flat = self.padded(rows)
+        return torch.tensor(flat, dtype=torch.int32).view(len(rows), width).to(device)
 
 
 class TurboQuantLayer(CacheLayerMixin):
@@ -194,10 +195,7 @@ class TurboQuantLayer(CacheLayerMixin):
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.device = key_states.device
         self.dtype = key_states.dtype
-        if self.quantize:
-            self.kv = self.owner.runtime(key_states.shape[-1], key_states.shape[1], key_states.device)
-            self.paged = self.kv.allocate(max(key_states.shape[0], self.owner.pages.blocks_used))
-        else:
+        if not self.quantize:  # a quantised layer's runtime and pool come with its first attention call
             self.keys = key_states[:, :, :0]
             self.values = value_states[:, :, :0]
         self.is_initialized = True
@@ -228,7 +226,9 @@ class TurboQuantLayer(CacheLayerMixin):
 
     # ------------------------------------------------------------------ pages
     def pool(self, blocks: int) -> torch.Tensor:
-        """This layer's pages, grown (doubling) to hold at least ``blocks``."""
+        """This layer's pages, grown (doubling) to hold at least ``blocks`` (made on first use)."""
+        if self.paged is None:
+            self.paged = self.kv.allocate(blocks)
         have = self.paged.shape[0]
         if blocks > have:
             bigger = self.kv.allocate(max(blocks, 2 * have))
@@ -388,8 +388,8 @@ def tqgen_attention(module, query, key, value, attention_mask, dropout=0.0, scal
     step = pages.step[1] if pages.step is not None and pages.step[0] == step_key else None
     if step is None:  # the forward's first quantised layer: check the padding, plan the slots and tables
         step = pages.plan(step_key, layer.owner.new_token_rows(layer, attention_mask, b, t), t, query.device)
-    if sinks is not None or window is not None:  # a runtime whose variants take them
-        layer.kv = layer.owner.runtime(d, new_k.shape[1], query.device, sinks is not None, window is not None)
+    # the cache's runtime for this shape (variants that take sinks / a window where the model uses them)
+    layer.kv = layer.owner.runtime(d, new_k.shape[1], query.device, sinks is not None, window is not None)
     return _attend_stored(layer, step, query, new_k, new_v, scaling, sinks, window)
 
 
