@@ -205,9 +205,10 @@ class TurboQuantKV:
 
         query [T, Hq, D], key/value [T, Hk, D] (the new tokens of every sequence, concatenated),
         query_start_loc [B+1] (cumulative), seq_lens [B] = context + new tokens. A sequence without
-        history attends its raw K/V (SDPA, causal; one call for a run of equal first chunks); the continuation chunks of at most ``decode_max_tokens``
-        new tokens run together through one decode call (one query per token, per-token lengths); a longer
-        chunk attends its dequantised sequence (history + its own stored tokens) by SDPA, bottom-right causal.
+        history attends its raw K/V (SDPA, causal; one call for a run of equal first chunks); the continuation
+        chunks of at most ``decode_max_tokens`` new tokens run together through one decode call (one query per
+        token, per-token lengths); a longer chunk attends its dequantised sequence (history + its own stored
+        tokens) by SDPA, bottom-right causal.
         The dequant runs once for a group of such sequences (up to ``PREFILL_DEQUANT_BYTES`` of bf16 K/V a call),
         and sequences of the same history and chunk length share one SDPA call. Either way the work per chunk is
         linear in the context. One host read: ``query_start_loc`` / ``seq_lens`` (nothing to read when both are CPU
@@ -228,7 +229,7 @@ class TurboQuantKV:
         dec = self._impl["decode"]
         flags = []  # with check: the tables' and the store's values, read back with the lengths in one transfer
         if check:
-            ref.check_cache(self.spec, cache)
+            ref.check_cache(self.spec, cache)  # first: the checks after it read the cache's shape
             ref.check_query(self.spec, query, t, cache.shape[2], sinks, sliding_window,
                             (torch.float16, torch.bfloat16) + (() if isinstance(dec, _Kernels) else (torch.float32,)))
             flags = [ref.table_flags(self.spec, cache, block_table, seq_lens),
