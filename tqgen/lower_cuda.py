@@ -24,7 +24,7 @@ from .codebook import lloyd_max, lut_words
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
                  check_target)
 from .layout import derive_layout, field_alignment, pow2_divisor
-from .lower_triton import BANNER, TEMPLATE_DIR, OptionOverride, _env
+from .lower_triton import BANNER, TEMPLATE_DIR, OptionOverride, _env, template_stamp
 from .rotation import random_signs
 from .variants import Rules, Variant
 
@@ -1028,8 +1028,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
 def template_digest(spec: LayoutSpec, target: Target, kind: str, options: CudaOptions) -> str:
     """sha256 of the template bytes and of every value rendered into it; memoised per (variant, template file
     version): rendering the inputs is ~4 ms of Python, and the runtime makes a variant per kernel per load."""
-    st = (TEMPLATE_DIR / CUDA_TEMPLATE).stat()
-    return _template_digest(spec, target, kind, options, (st.st_mtime_ns, st.st_size))
+    return _template_digest(spec, target, kind, options, template_stamp(CUDA_TEMPLATE))
 
 
 @lru_cache(maxsize=1024)

@@ -213,8 +213,13 @@ def template_digest(spec: LayoutSpec, kind: str, target: Target) -> str:
     """sha256 of the template bytes and of every value rendered into it (so a changed constant in
     tqgen — a codebook, an fp8 limit — changes the variant id, never silently reuses a stale file). Memoised per
     (variant, template file version), as the C++ one."""
-    st = (TEMPLATE_DIR / TRITON_TEMPLATE).stat()
-    return _template_digest(spec, kind, target, (st.st_mtime_ns, st.st_size))
+    return _template_digest(spec, kind, target, template_stamp(TRITON_TEMPLATE))
+
+
+def template_stamp(name: str) -> tuple[int, int]:
+    """A template file's version for the digests' memos: (mtime in ns, size); an edited file misses them."""
+    st = (TEMPLATE_DIR / name).stat()
+    return st.st_mtime_ns, st.st_size
 
 
 @lru_cache(maxsize=1024)
