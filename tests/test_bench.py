@@ -59,7 +59,7 @@ def test_smoke_files_and_columns(smoke):
     # markdown: header, one table per op, SDPA baselines
     for text in ("copy ceiling", "command: `tqgen bench --suite smoke", "## bf16 SDPA baselines", "## decode",
                  "## store", "## dequant", "## prefill", "| median us | min us | MB moved | GB/s | % ceiling |",
-                 "| x SDPA | x paged bf16 |", "torch ", "triton "):
+                 "| x SDPA | paged bf16 us | x paged bf16 |", "torch ", "triton "):
         assert text in md, text
     assert "## Issue 6 targets" not in md  # smoke covers no target shape
     try:

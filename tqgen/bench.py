@@ -28,7 +28,8 @@ CPU: time.perf_counter around each call.
 Every row: bytes moved (see ``*_bytes`` below; decode counts the packed bytes read plus query/output),
 GB/s, % of the copy ceiling measured in the same run (device-to-device copy of 1 GiB, read + write
 bytes / time), speed-up vs bf16 ``scaled_dot_product_attention`` decode on the same shape (measured in
-the same run), vs a bf16 paged decode when one is installed (flash-attn), and a correctness check of
+the same run), vs a bf16 paged decode (flash-attn when installed, else torch's FlexAttention compiled over a
+page pool: ``tqgen.baselines``), and a correctness check of
 the first call against the reference oracle on a small slice (a mismatch is printed and marked).
 Outputs in ``--out``: ``<tag>.md``, ``<tag>.json`` and PNG plots (decode time and % of the ceiling vs L).
 """
@@ -540,47 +541,86 @@ class Bench:
             from flash_attn import flash_attn_with_kvcache  # noqa: F401
             return "flash_attn.flash_attn_with_kvcache (bf16, page 256)"
         except Exception:  # noqa: BLE001
-            return "n/a: no bf16 paged decode installed (flash-attn, flashinfer, vllm not importable)"
+            pass
+        from .baselines import FLEX_PAGE, flex_available
+        why = flex_available()
+        if why is None:
+            return (f"flex: torch.compile(flex_attention) over a page pool, block table as its BlockMask "
+                    f"(torch's flex-decoding Triton kernel; bf16, page {FLEX_PAGE}; flash-attn not installed)")
+        return f"n/a: no bf16 paged decode (flash-attn not importable; {why})"
 
     def paged_decode(self, b, l, hq, hk, d, lengths: list[int] | None = None) -> dict:
-        """bf16 paged decode through flash-attn's flash_attn_with_kvcache when installed (``lengths``: a
-        mixed-length batch's, the longest ``l``)."""
+        """bf16 paged decode: flash-attn's flash_attn_with_kvcache when installed, else torch's compiled
+        FlexAttention over a page pool (``tqgen.baselines.FlexPagedDecode``, its output checked against SDPA
+        on the first and last sequences' gathered pages); ``lengths``: a mixed-length batch's, the longest ``l``."""
         import torch
         key = (b, l, hq, hk, d, tuple(lengths) if lengths else None)
         if key in self.paged:
             return self.paged[key]
         e: dict[str, Any] = dict(us=None, note=self.meta["paged_bf16_decode"])
         self.paged[key] = e
-        if not self.meta["paged_bf16_decode"].startswith("flash_attn"):
+        how = self.meta["paged_bf16_decode"]
+        if not how.startswith(("flash_attn", "flex")):
             return e
-        page = 256
+        flex = how.startswith("flex")
+        if flex:
+            from .baselines import FLEX_PAGE, FlexPagedDecode
+        page = FLEX_PAGE if flex else 256
+        lens = lengths or [l] * b
         nbpb = -(-l // page)
         per_set = 2 * b * nbpb * page * hk * d * DTYPE_BYTES
         sets = self.sets_for(per_set)
         if sets == 0:
             e["note"] = "skipped: memory"
             return e
+        ins = fns = None
         try:
-            from flash_attn import flash_attn_with_kvcache
             ins = []
             for _ in range(sets):
-                kc = torch.randn(b * nbpb, page, hk, d, dtype=self.dtype, device=self.dev)
-                vc = torch.randn_like(kc)
                 bt = torch.randperm(b * nbpb, device=self.dev).to(torch.int32).view(b, nbpb)
-                sl = torch.tensor(lengths or [l] * b, dtype=torch.int32, device=self.dev)
-                q = torch.randn(b, 1, hq, d, dtype=self.dtype, device=self.dev)
-                ins.append((q, kc, vc, sl, bt))
-            fns = [lambda i=i: flash_attn_with_kvcache(i[0], i[1], i[2], cache_seqlens=i[3], block_table=i[4])
-                   for i in ins]
+                q = torch.randn(b, hq, d, dtype=self.dtype, device=self.dev)
+                if flex:
+                    kc = torch.randn(1, hk, b * nbpb * page, d, dtype=self.dtype, device=self.dev)
+                    vc = torch.randn_like(kc)
+                    ins.append((q, kc, vc, FlexPagedDecode(kc, vc, bt, lens, page=page), bt))
+                else:
+                    kc = torch.randn(b * nbpb, page, hk, d, dtype=self.dtype, device=self.dev)
+                    vc = torch.randn_like(kc)
+                    sl = torch.tensor(lens, dtype=torch.int32, device=self.dev)
+                    ins.append((q.unsqueeze(1), kc, vc, sl, bt))
+            if flex:
+                fns = [lambda i=i: i[3](i[0]) for i in ins]
+                e["max_err"] = self._flex_check(ins[0], lens, page)
+            else:
+                from flash_attn import flash_attn_with_kvcache
+                fns = [lambda i=i: flash_attn_with_kvcache(i[0], i[1], i[2], cache_seqlens=i[3], block_table=i[4])
+                       for i in ins]
             flush, l2 = self.l2_plan(per_set, sets)
             med, mn, _ = self.timer(fns, flush=flush)
             e.update(us=med * 1e6, l2=l2)
+            if flex:
+                e["note"] = f"flex page {page}, max |err| vs SDPA {e['max_err']:.1e}"
         except Exception as ex:  # noqa: BLE001
-            e["note"] = f"flash-attn paged decode failed: {type(ex).__name__}: {ex}"[:200]
+            e["note"] = f"bf16 paged decode failed: {type(ex).__name__}: {ex}"[:200]
+            self.say(f"[bench] paged bf16 {key}: {e['note']}")
         finally:
             ins = fns = None  # noqa: F841
             self._free()
         return e
+
+    def _flex_check(self, inp, lens: list[int], page: int) -> float:
+        """The flex baseline's first and last sequences against SDPA on their gathered pages (bf16 both)."""
+        import torch
+        import torch.nn.functional as F
+        q, kc, vc, fn, bt = inp
+        out = fn(q)
+        err = 0.0
+        for s in sorted({0, len(lens) - 1}):
+            idx = (bt[s].long().view(-1, 1) * page + torch.arange(page, device=q.device)).reshape(-1)[:lens[s]]
+            ref = F.scaled_dot_product_attention(q[s:s + 1, :, None], kc[:, :, idx], vc[:, :, idx],
+                                                 enable_gqa=q.shape[1] != kc.shape[1])[:, :, 0]
+            err = max(err, (ref.float() - out[s:s + 1].float()).abs().max().item())
+        return err
 
     def graphed(self, fn: Callable[[], Any]) -> Callable[[], Any]:
         """``fn`` captured once in a CUDA graph; returns the replay."""
@@ -1239,7 +1279,8 @@ _COLS = {  # op -> [(header, key, format)]
                ("L", "L", ""), ("mix", "mix", ""), ("Hq", "Hq", ""), ("Hk", "Hk", ""), ("D", "D", ""), ("splits", "splits", ""),
                ("median us", "time_us", ".1f"), ("min us", "min_us", ".1f"), ("MB moved", "MB", ".4g"),
                ("GB/s", "GBps", ".4g"), ("% ceiling", "pct_ceiling", ".1f"), ("SDPA us", "sdpa_us", ".1f"),
-               ("x SDPA", "vs_sdpa", ".2f"), ("x paged bf16", "vs_paged", ".2f"), ("classic us", "classic_us", ".1f"),
+               ("x SDPA", "vs_sdpa", ".2f"), ("paged bf16 us", "paged_us", ".1f"),
+               ("x paged bf16", "vs_paged", ".2f"), ("classic us", "classic_us", ".1f"),
                ("x classic", "vs_classic", ".2f"), ("L2 floor us", "floor_us", ".1f"),
                ("floor % ceiling", "floor_pct", ".1f"), ("L2", "l2", ""), ("mode", "mode", ""), ("check", "check", ""),
                ("variant", "variant", "")],
@@ -1264,7 +1305,9 @@ _COLS = {  # op -> [(header, key, format)]
 _OP_NOTES = {
     "decode": "bytes = packed cache read (B·L·Hk·slot_bytes) + query + output; x SDPA = bf16 "
               "`scaled_dot_product_attention` decode time on the same shape (query [B,Hq,1,D], contiguous K/V "
-              "[B,Hk,L,D], enable_gqa) / ours; x paged bf16 = a bf16 paged decode (flash-attn) / ours; mode eager = "
+              "[B,Hk,L,D], enable_gqa) / ours; x paged bf16 = a bf16 paged decode's time / ours "
+              "(flash-attn's flash_attn_with_kvcache where installed, else torch's compiled FlexAttention over a page "
+              "pool with the block table as its BlockMask: the run's baseline line says which); mode eager = "
               "Python calls (small shapes then include host launch overhead), graph = CUDA-graph replay "
               "(--cuda-graph). mix: a batch of mixed lengths (L = the longest; one-long = one sequence of L and B - 1 of "
               "L/32, ramp = L·i/B for i = 1..B; bytes count the tokens there are): a decode with length-balanced "
