@@ -4,7 +4,9 @@ Issue 6 asks for every decode row's speed-up over a bf16 paged decode "if one is
 ``flash_attn_with_kvcache`` is used where it is installed (``tqgen.bench``); without it, torch's FlexAttention
 gives one: ``flex_attention`` over a page pool ``[1, Hk, n_pages * page, D]`` with a ``BlockMask`` whose KV
 block indices are each sequence's pages (a block table), compiled by torch into its flex-decoding Triton kernel
-(split-KV, the GQA group in the tile's rows). Pages wholly inside a sequence are "full" blocks (no mask
+(split-KV, the GQA group in the tile's rows; a group that is not a power of two, as GQA 3, is padded with zero
+query rows, whose outputs are dropped: flex-decoding refuses other groups and torch would fall back to its
+prefill kernel). Pages wholly inside a sequence are "full" blocks (no mask
 evaluated); only a sequence's last, partial page runs the mask.
 
 The mask function must say exactly which keys a query sees (eager FlexAttention, as on the CPU, evaluates it on
@@ -15,6 +17,8 @@ to ``b`` and its logical position is below ``b``'s length.
 from __future__ import annotations
 
 from typing import Any, Sequence
+
+import torch.nn.functional as F
 
 #: page size of the flex baseline (FlexAttention's default sparse block size; its decode kernel walks a
 #: block in sub-tiles, so a page must be a multiple of them)
@@ -98,9 +102,19 @@ class FlexPagedDecode:
         self.fn = _compiled_flex() if compiled else _eager_flex()
 
     def __call__(self, q) -> Any:
+        b, hq, d = q.shape
+        hk = self.k_pool.shape[1]
+        if hq % hk:
+            raise ValueError(f"FlexPagedDecode: {hq} query heads are not a multiple of the pool's {hk} KV heads")
+        g = hq // hk
+        g2 = 1 << (g - 1).bit_length()  # flex-decoding packs a power-of-two group: pad the group with zero rows
+        if g2 != g:
+            q = F.pad(q.view(b, hk, g, d), (0, 0, 0, g2 - g)).view(b, hk * g2, d)
         out = self.fn(q.unsqueeze(2), self.k_pool, self.v_pool, block_mask=self.block_mask,
-                      scale=self.scale, enable_gqa=q.shape[1] != self.k_pool.shape[1])
-        return out.squeeze(2)
+                      scale=self.scale if self.scale is not None else d ** -0.5, enable_gqa=g2 != 1).squeeze(2)
+        if g2 != g:
+            out = out.view(b, hk, g2, d)[:, :, :g].reshape(b, hq, d)
+        return out
 
 
 _COMPILED: list = []

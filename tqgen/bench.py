@@ -557,7 +557,10 @@ class Bench:
         key = (b, l, hq, hk, d, tuple(lengths) if lengths else None)
         if key in self.paged:
             return self.paged[key]
-        e: dict[str, Any] = dict(us=None, note=self.meta["paged_bf16_decode"])
+        e: dict[str, Any] = dict(op="decode", B=b, L=l, Hq=hq, Hk=hk, D=d, mix=bool(lengths), us=None,
+                                 note=self.meta["paged_bf16_decode"])
+        # bf16 K/V of the tokens there are + query + output (as the SDPA baseline counts them)
+        e["bytes"] = 2 * sum(lengths or [l] * b) * hk * d * DTYPE_BYTES + 2 * b * hq * d * DTYPE_BYTES
         self.paged[key] = e
         how = self.meta["paged_bf16_decode"]
         if not how.startswith(("flash_attn", "flex")):
@@ -595,11 +598,15 @@ class Bench:
                 from flash_attn import flash_attn_with_kvcache
                 fns = [lambda i=i: flash_attn_with_kvcache(i[0], i[1], i[2], cache_seqlens=i[3], block_table=i[4])
                        for i in ins]
+            if flex and self.o.cuda_graph:  # like the decodes: the kernel, not dynamo's guards and launches
+                fns = [self.graphed(f) for f in fns]
             flush, l2 = self.l2_plan(per_set, sets)
             med, mn, _ = self.timer(fns, flush=flush)
-            e.update(us=med * 1e6, l2=l2)
+            e.update(us=med * 1e6, min_us=mn * 1e6, l2=l2, GBps=e["bytes"] / med / 1e9,
+                     pct_ceiling=pct_of_ceiling(e["bytes"], med, self.ceiling))
             if flex:
-                e["note"] = f"flex page {page}, max |err| vs SDPA {e['max_err']:.1e}"
+                mode = "graph" if self.o.cuda_graph else "eager"
+                e["note"] = f"flex page {page}, {mode}, max |err| vs SDPA {e['max_err']:.1e}"
         except Exception as ex:  # noqa: BLE001
             e["note"] = f"bf16 paged decode failed: {type(ex).__name__}: {ex}"[:200]
             self.say(f"[bench] paged bf16 {key}: {e['note']}")
@@ -1307,7 +1314,8 @@ _OP_NOTES = {
               "`scaled_dot_product_attention` decode time on the same shape (query [B,Hq,1,D], contiguous K/V "
               "[B,Hk,L,D], enable_gqa) / ours; x paged bf16 = a bf16 paged decode's time / ours "
               "(flash-attn's flash_attn_with_kvcache where installed, else torch's compiled FlexAttention over a page "
-              "pool with the block table as its BlockMask: the run's baseline line says which); mode eager = "
+              "pool with the block table as its BlockMask, replayed from a CUDA graph under --cuda-graph as the decodes: the "
+              "run's baseline line says which); mode eager = "
               "Python calls (small shapes then include host launch overhead), graph = CUDA-graph replay "
               "(--cuda-graph). mix: a batch of mixed lengths (L = the longest; one-long = one sequence of L and B - 1 of "
               "L/32, ramp = L·i/B for i = 1..B; bytes count the tokens there are): a decode with length-balanced "
@@ -1370,6 +1378,14 @@ def render_markdown(meta: dict, rows: list[dict], targets: list[dict], plots: li
                      f"{_f(e.get('us'))} | {_f(e.get('GBps'), '.0f')} | {_f(e.get('pct_ceiling'))} | "
                      f"{_f(e.get('l2'))} | "
                      f"{e.get('note', '')} |")
+        L.append("")
+    if meta.get("paged"):
+        L += ["## bf16 paged decode baselines (same run)", "",
+              "| B | L | mix | Hq | Hk | D | median us | GB/s | % ceiling | L2 | how |", "|" + "---|" * 11]
+        for e in meta["paged"]:
+            L.append(f"| {e['B']} | {e['L']} | {'yes' if e.get('mix') else ''} | {e['Hq']} | {e['Hk']} | {e['D']} | "
+                     f"{_f(e.get('us'))} | {_f(e.get('GBps'), '.0f')} | {_f(e.get('pct_ceiling'))} | "
+                     f"{_f(e.get('l2'))} | {e.get('note', '')} |")
         L.append("")
     if targets:
         npass = sum(t["result"] == "PASS" for t in targets)
@@ -1455,6 +1471,11 @@ def write_plots(rows: list[dict], meta: dict, out: Path, tag: str) -> tuple[list
             if sd:
                 ys = [e["us"] if kind == "time" else e["pct_ceiling"] for _, e in sd]
                 ax.plot([L for L, _ in sd], ys, color="k", lw=2, marker="*", label="bf16 SDPA (K/V bytes)")
+            pg = sorted((e["L"], e) for e in meta.get("paged", [])
+                        if (e["B"], e["Hq"], e["Hk"], e["D"]) == g and not e.get("mix") and e.get("us"))
+            if pg:
+                ys = [e["us"] if kind == "time" else e["pct_ceiling"] for _, e in pg]
+                ax.plot([L for L, _ in pg], ys, color="gray", lw=2, marker="P", label="bf16 paged (K/V bytes)")
             if kind == "time":
                 ax.set_yscale("log")
             else:
@@ -1486,6 +1507,7 @@ def write_outputs(bench: Bench, tag: str, *, plots: bool) -> dict:
     out = bench.o.out
     meta = dict(bench.meta)
     meta["sdpa"] = list(bench.sdpa.values())
+    meta["paged"] = [e for e in bench.paged.values() if e.get("us")]
     rows = bench.rows
     targets = evaluate_targets(rows)
     pngs, note = (write_plots(rows, meta, out, tag) if plots else ([], "disabled (--no-plot)" if not bench.o.plot
