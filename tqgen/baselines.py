@@ -42,7 +42,7 @@ class FlexPagedDecode:
     ``False`` the eager reference (CPU tests)."""
 
     def __init__(self, k_pool, v_pool, block_table, seq_lens: Sequence[int], *, page: int = FLEX_PAGE,
-                 compiled: bool = True, scale: float | None = None):
+                 compiled: bool = True, scale: float | None = None, split_kv: int | None = None):
         import torch
         from torch.nn.attention.flex_attention import BlockMask
 
@@ -99,6 +99,9 @@ class FlexPagedDecode:
             BLOCK_SIZE=(page, page), mask_mod=mask_mod, seq_lengths=(1, slots))
         self.k_pool, self.v_pool = k_pool, v_pool
         self.scale = scale
+        # flex-decoding's own split count: 2 programs an SM over B * Hk (get_split_k), i.e. one split a KV
+        # head at B * Hk >= 66 on 132 SMs; ``split_kv`` overrides it (a torch kernel option)
+        self.kernel_options = {"SPLIT_KV": int(split_kv)} if split_kv else None
         self.fn = _compiled_flex() if compiled else _eager_flex()
 
     def __call__(self, q) -> Any:
@@ -110,14 +113,31 @@ class FlexPagedDecode:
         g2 = 1 << (g - 1).bit_length()  # flex-decoding packs a power-of-two group: pad the group with zero rows
         if g2 != g:
             q = F.pad(q.view(b, hk, g, d), (0, 0, 0, g2 - g)).view(b, hk * g2, d)
-        out = self.fn(q.unsqueeze(2), self.k_pool, self.v_pool, block_mask=self.block_mask,
-                      scale=self.scale if self.scale is not None else d ** -0.5, enable_gqa=g2 != 1).squeeze(2)
+        with _compile_limits():
+            out = self.fn(q.unsqueeze(2), self.k_pool, self.v_pool, block_mask=self.block_mask,
+                          scale=self.scale if self.scale is not None else d ** -0.5, enable_gqa=g2 != 1,
+                          **({"kernel_options": self.kernel_options} if self.kernel_options else {})).squeeze(2)
         if g2 != g:
             out = out.view(b, hk, g2, d)[:, :, :g].reshape(b, hq, d)
         return out
 
 
 _COMPILED: list = []
+#: compiled flex entries one process may hold (one a shape and option set: a benchmark sweeps many)
+RECOMPILE_LIMIT = 256
+
+
+def _compile_limits():
+    """Dynamo's recompile limit (8 by default) raised for these calls, and an error instead of its silent
+    fallback to eager flex_attention once hit (which materialises every score: hundreds of GiB at the
+    benchmark's shapes, and no longer the kernel being measured)."""
+    import contextlib
+
+    import torch
+    cfg = torch._dynamo.config
+    keys = {k: v for k, v in (("recompile_limit", RECOMPILE_LIMIT), ("cache_size_limit", RECOMPILE_LIMIT),
+                              ("fail_on_recompile_limit_hit", True)) if hasattr(cfg, k)}
+    return cfg.patch(**keys) if keys else contextlib.nullcontext()
 
 
 def _compiled_flex():
