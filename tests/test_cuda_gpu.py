@@ -343,3 +343,43 @@ def test_balanced_decode_deals_splits_by_length(variant):
                     assert err <= DECODE_TOL[q.dtype], f"{label}: decode rel err {err:.2e}"
                     if lens[0] == 0 or 0 in lens:
                         assert (out[[i for i, n in enumerate(lens) if n == 0]] == 0).all(), label
+
+
+# the rows dequant (CudaOptions.dequant_rows: the store's mapping run backwards, the inverse rotation mostly in
+# registers) at 1, 2 and 4 rounds a warp, beside whichever kernel the defaults choose: every preset x layout at head_dim
+# 128 and 64, fp8 keys stored rotated (Hadamard, RHT)
+DEQUANT_ROWS = [make_variant(s, "sm90", options=cuda_options(s, Target.SM90).with_changes([f"dequant_rows={r}"]))
+                for s, r in [(LayoutSpec.from_preset(p, layout=lay, head_dim=d), r)
+                             for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")
+                             for d, r in ((128, 1), (64, 2))]
+                + [(LayoutSpec.from_preset("4bit_nc", layout="soa"), 4), (LayoutSpec.from_preset("3bit_nc", layout="aos"), 4)]
+                + [(v.spec, 1) for v in ROTATED_FP8]]
+
+
+@pytest.mark.parametrize("variant", DEQUANT_ROWS, ids=lambda v: v.id)
+def test_dequant_rows_matches_reference(variant):
+    """fp32 out: the reference's values within 1e-5 relative (the inverse rotation's fp32 summation order: its five
+    in-register stages and the shuffle stages pair elements differently from the reference's matmul); bf16 / fp16
+    out: one rounding of those (2^-8 / 2^-11 relative); zeros past each length and up to max_len (a longer max_len
+    than any sequence: whole warps and blocks past the end)."""
+    from tqgen.cuda_launch import load_variant
+    kern = load_variant(variant)
+    spec = variant.spec
+    dev = torch.device("cuda")
+    for i, (lens, hk) in enumerate((([513, 4096, 77, 1, 0], 4), ([3000, 40, 17], 3))):
+        case = Case(spec, lens, hk, 1, seed=10 + i).build(dev)
+        cache = ref.allocate(spec, case["num_blocks"], hk, dev)
+        ref.store(spec, case["key"], case["value"], cache, case["slot_mapping"])
+        ek, ev = ref.dequant(spec, cache, case["block_table"], case["seq_lens"])
+        k, v = kern.dequant(cache, case["block_table"], case["seq_lens"], dtype=torch.float32)
+        assert k.shape == ek.shape and v.shape == ev.shape
+        assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
+        kb, vb = kern.dequant(cache, case["block_table"], case["seq_lens"], dtype=torch.bfloat16)
+        assert rel_err(kb, ek) < 2**-8 and rel_err(vb, ev) < 2**-8
+        kh, vh = kern.dequant(cache, case["block_table"], case["seq_lens"], dtype=torch.float16)
+        assert rel_err(kh, ek) < 2**-11 and rel_err(vh, ev) < 2**-11
+        m = max(lens) + 300
+        k2, v2 = kern.dequant(cache, case["block_table"], case["seq_lens"], max_len=m, dtype=torch.float32)
+        assert k2.shape[2] == m and torch.equal(k2[:, :, :max(lens)], k) and torch.equal(v2[:, :, :max(lens)], v)
+        for s, n in enumerate(lens):
+            assert not k2[s, :, n:].any() and not v2[s, :, n:].any()

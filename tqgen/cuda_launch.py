@@ -326,6 +326,12 @@ def merge_groups(splits: int) -> int:
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # CUDA / ROCm builds of torch
 
 
+def dequant_warp_tokens(options, head_dim: int) -> int:
+    """Tokens a warp of the dequant: the rows kernel's rounds of 32 / (head_dim / 32) rows, else the lane kernel's
+    ``dequant_tokens``."""
+    return options.dequant_rows * (32 // store_lanes(head_dim)) if options.dequant_rows else options.dequant_tokens
+
+
 def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
     return ctypes.c_void_p(t.data_ptr() if t is not None else 0)
 
@@ -556,7 +562,8 @@ class CudaKernels:
         bt = block_table if (block_table.dtype == torch.int32 and block_table.stride(1) == 1) \
             else block_table.to(torch.int32).contiguous()
         sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
-        w, nt = self.variant.options.row_warps, self.variant.options.dequant_tokens  # a warp: nt tokens
+        o = self.variant.options
+        w, nt = o.row_warps, dequant_warp_tokens(o, s.head_dim)  # a warp: nt tokens
         self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / (w * nt)), b * hk, 1), 32 * w, [
             _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(k), _ptr(v), ctypes.c_int(hk),
             ctypes.c_int(max_len), self._layout(hk)], self._stream(cache.device))

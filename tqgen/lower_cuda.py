@@ -219,6 +219,16 @@ class CudaOptions:
     # dequant: consecutive tokens a warp, their loads issued together (H200, 1/2/4/8 measured:
     # bench/results/h200-2026-12-04-dequant-tokens.md; one token a warp waited on its chain of dependent loads)
     dequant_tokens: int = 4
+    # dequant: R > 0 = the rows kernel (the store's mapping run backwards: D/32 lanes a token, 32 elements each,
+    # R rounds of 32·32/D tokens a warp), whose Walsh-Hadamard transform back is 5 stages in registers and log2(D/32)
+    # by shuffles (the renorm's sum the same); 0 = the lane kernel (D/32 elements a lane, a token's transform 5
+    # shuffle stages, dequant_tokens tokens a warp). H200, same run, bf16 out, % of the copy ceiling, B=32 L=32K
+    # head_dim 128 lane -> rows 1 / 2: SoA 4bit_nc 48.3 -> 77.9 / 83.7, AoS 4bit_nc 45.1 -> 70.7 / 75.6, SoA
+    # k3v4_nc 45.9 -> 71.9 / 77.4, SoA k8v4 67.5 -> 83.4 / 84.9, SoA 3bit_nc 46.3 -> 65.5 / 61.7 (3-bit values: see
+    # the sm90 override); head_dim 64 1.6-2.6x; B=8 L=4K rows 1 0-4 % ahead of 2 (bench/results/
+    # h200-2026-12-04-dequant-rows.md). One round by default: 2 only where measured to gain (an sm90 override; below
+    # sm90 unmeasured, and 2 spilled 12 bytes in sm80's software fp8 decode); AMD targets 0
+    dequant_rows: int = 1
     tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
     q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed
     stages: int = 3  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
@@ -265,6 +275,8 @@ class CudaOptions:
                 r.append(Reason(name, v, [1, 2, 4, 8]))
         if self.dequant_tokens not in (1, 2, 4, 8, 16):
             r.append(Reason("dequant_tokens", self.dequant_tokens, [1, 2, 4, 8, 16]))
+        if self.dequant_rows not in (0, 1, 2, 4):
+            r.append(Reason("dequant_rows", self.dequant_rows, [0, 1, 2, 4], "0: the lane kernel"))
         if self.tile != 16:
             r.append(Reason("tile", self.tile, [16], "the fragment layout fixes 16 tokens per step"))
         if self.stages != 0 and not 2 <= self.stages <= 8:
@@ -328,13 +340,21 @@ class CudaOptions:
 CUDA_OPTIONS: dict[Target, CudaOptions] = {
     Target.SM80: CudaOptions(), Target.SM86: CudaOptions(), Target.SM89: CudaOptions(),
     Target.SM90: CudaOptions(pair_copies=8, pair_chunks=16),
-    Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4),  # 2 logical warps per wave64
-    Target.GFX942: CudaOptions(decode_warps=4, row_warps=4),
-    Target.GFX950: CudaOptions(decode_warps=4, row_warps=4),
+    # 2 logical warps per wave64. The lane dequant: the rows kernel's Lloyd-Max instances spill under the dequant's
+    # launch bound there (64 VGPRs: 12-24 spilled at one round, hipcc / clang 22), and no AMD GPU measured either
+    Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4, dequant_rows=0),
+    Target.GFX942: CudaOptions(decode_warps=4, row_warps=4, dequant_rows=0),
+    Target.GFX950: CudaOptions(decode_warps=4, row_warps=4, dequant_rows=0),
 }
 
 _NV = (Target.SM80, Target.SM86, Target.SM89, Target.SM90)
 CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("value_bits", 4)), (("dequant_rows", 2),),
+                   "Lloyd-Max keys with 4-bit values: the rows dequant 2 rounds of rows a warp (sm90 takes 1 otherwise): "
+                   "B=32 L=32K head_dim 128 SoA / AoS 4bit_nc 83.7 / 75.6 % of the copy ceiling vs 77.9 / 70.7 at one "
+                   "round, k3v4_nc 77.4 / 73.9 vs 71.9 / 66.2. With 3-bit values (a lane's 32 codes one 3-word chunk) one "
+                   "round: 3bit_nc 65.5 / 64.9 vs 61.7 / 61.0; fp8 keys one round: k8v4 83.4 / 75.0 vs 84.9 / 75.2, and "
+                   "2 rounds spilled 12 bytes in SoA k8v4's fp32 instance (bench/results/h200-2026-12-04-dequant-rows.md)"),
     OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3)), (("pair_copies", 32),),
                    "3-bit keys: a pair-table copy per lane (64 entries x 32, 8 KB, addressed by OR: no bank "
                    "conflicts; one copy has up to two entries per bank, 8 copies up to 4-way conflicts). Debug "
