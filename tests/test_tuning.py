@@ -226,3 +226,19 @@ def test_an_option_added_later_at_its_default_keeps_an_entry_live():
     assert not options_match(old, dataclasses.replace(CudaOptions(), lazy_max=False).to_dict())
     assert not options_match(dict(now, gone=1), now)
     assert not options_match(dict(old, stages=2), now)
+
+
+def test_store_and_dequant_options_leave_an_entry_live():
+    """The decode's split counts stay measured when only options the decode does not read change (the store's and
+    the dequant's launch shapes: tuning.DECODE_BLIND); a decode option still makes an entry stale. (An sm90
+    override moving dequant_rows had dropped every 4-bit-value variant's table entry: heuristic splits silently.)"""
+    import dataclasses
+
+    from tqgen.lower_cuda import CudaOptions
+    from tqgen.tuning import DECODE_BLIND, options_match
+    now = CudaOptions().to_dict()
+    old = {k: v for k, v in now.items() if k != "dequant_rows"}  # timed before the field existed
+    for change in (dict(dequant_rows=2), dict(dequant_rows=0, dequant_tokens=8), dict(row_warps=8)):
+        assert options_match(old, dataclasses.replace(CudaOptions(), **change).to_dict()), change
+    assert not options_match(old, dataclasses.replace(CudaOptions(), decode_warps=4).to_dict())
+    assert DECODE_BLIND <= set(now)  # every name is a field
