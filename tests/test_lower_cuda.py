@@ -106,6 +106,33 @@ def test_options_are_data_with_measured_overrides():
 
 
 
+def test_dequant_kernel_choice_is_data():
+    """The dequant's kernel and rounds per target and spec (lower_cuda.CudaOptions.dequant_rows; the sm90 numbers in
+    bench/results/h200-2026-12-04-dequant-rows.md): the rows kernel at 2 rounds for Lloyd-Max keys with 4-bit values on
+    sm90, 1 round for 3-bit values, fp8 keys and below sm90, the lane kernel on AMD; each renders only its kernel, the
+    launcher's tokens a warp follow it, and other round counts are refused with the allowed ones."""
+    from tqgen.cuda_launch import dequant_warp_tokens
+
+    def opts(preset, target, layout="soa", d=128):
+        return cuda_options(preset_spec_for_target(preset, target, layout=layout, head_dim=d), target)
+    for layout in ("soa", "aos"):
+        for d in (128, 64):
+            assert [opts(p, Target.SM90, layout, d).dequant_rows for p in ("4bit_nc", "k3v4_nc", "3bit_nc", "k8v4")] \
+                == [2, 2, 1, 1]
+            assert opts("4bit_nc", Target.SM80, layout, d).dequant_rows == 1
+            assert opts("4bit_nc", Target.GFX942, layout, d).dequant_rows == 0
+    rows = render_cuda(make_variant(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), "sm90"))
+    lane = render_cuda(make_variant(preset_spec_for_target("4bit_nc", Target.GFX942, layout="soa"), "gfx942"))
+    assert "#define TQ_DQ_ROWS 2" in rows and "tq_dequant_rows_impl<0>(cache" in rows and "tq_dequant_impl<0>(cache" not in rows
+    assert "#define TQ_DQ_ROWS 0" in lane and "tq_dequant_impl<0>(cache" in lane and "tq_dequant_rows_impl" not in lane
+    # tokens a warp: R rounds of 32 / (D / 32) rows (8 rows at head_dim 128, 16 at 64), else dequant_tokens
+    assert dequant_warp_tokens(CudaOptions(dequant_rows=2), 128) == 16
+    assert dequant_warp_tokens(CudaOptions(dequant_rows=1), 64) == 16
+    assert dequant_warp_tokens(CudaOptions(dequant_rows=0, dequant_tokens=8), 128) == 8
+    r = CudaOptions(dequant_rows=3).reasons(Target.SM90)
+    assert [x.field for x in r] == ["dequant_rows"] and "one of 0, 1, 2, 4" in str(r[0])
+
+
 def test_dynamic_smem_sizes_and_reasons():
     """decode_dynamic_smem: stages x warps x one warp's line-load stage (16 tokens x row chunks x 16
     bytes + the fields' 32-byte runs) plus the pair table (entries x copies; doubled for the 3-bit

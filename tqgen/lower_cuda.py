@@ -276,7 +276,8 @@ class CudaOptions:
         if self.dequant_tokens not in (1, 2, 4, 8, 16):
             r.append(Reason("dequant_tokens", self.dequant_tokens, [1, 2, 4, 8, 16]))
         if self.dequant_rows not in (0, 1, 2, 4):
-            r.append(Reason("dequant_rows", self.dequant_rows, [0, 1, 2, 4], "0: the lane kernel"))
+            r.append(Reason("dequant_rows", self.dequant_rows, [0, 1, 2, 4],
+                            "rounds of rows a warp in the rows dequant; 0 runs the lane kernel instead"))
         if self.tile != 16:
             r.append(Reason("tile", self.tile, [16], "the fragment layout fixes 16 tokens per step"))
         if self.stages != 0 and not 2 <= self.stages <= 8:
