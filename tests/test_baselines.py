@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tqgen.baselines import FlexPagedDecode, flex_available
+from tqgen.baselines import FlexPagedDecode, flex_available, gather_pages
 
 pytestmark = pytest.mark.skipif(flex_available() is not None, reason=str(flex_available()))
 
@@ -30,8 +30,7 @@ def _case(b_lens, hq, hk, d, page, dtype, device, spare=3, seed=0):
 def _oracle(q, kp, vp, bt, lens, page):
     outs = []
     for s, n in enumerate(lens):
-        idx = (bt[s].long().view(-1, 1) * page + torch.arange(page, device=q.device)).reshape(-1)[:n]
-        k, v = kp[:, :, idx].double(), vp[:, :, idx].double()
+        k, v = gather_pages(kp, bt[s], n, page).double(), gather_pages(vp, bt[s], n, page).double()
         outs.append(F.scaled_dot_product_attention(q[s:s + 1, :, None].double(), k, v,
                                                    enable_gqa=q.shape[1] != kp.shape[1])[:, :, 0])
     return torch.cat(outs)

@@ -122,6 +122,14 @@ class FlexPagedDecode:
         return out
 
 
+def gather_pages(pool, pages, n: int, page: int = FLEX_PAGE):
+    """The first ``n`` token slots of a sequence whose pages (in order) are ``pages``, out of a pool
+    ``[1, Hk, n_pages * page, D]``: ``[1, Hk, n, D]`` contiguous (the baseline's oracle, and the bench's check)."""
+    import torch
+    idx = (pages.long().view(-1, 1) * page + torch.arange(page, device=pool.device)).reshape(-1)[:n]
+    return pool[:, :, idx]
+
+
 _COMPILED: list = []
 #: compiled flex entries one process may hold (one a shape and option set: a benchmark sweeps many)
 RECOMPILE_LIMIT = 256

@@ -220,9 +220,11 @@ def prefill_bytes(spec, b: int, l: int, n: int, hq: int, hk: int, decode_max_tok
     return sr + b * t * hk * slot + bf16_kv + q, sw + bf16_kv + o, "dequant+sdpa"
 
 
-def sdpa_decode_bytes(b: int, l: int, hq: int, hk: int, d: int, elt: int = DTYPE_BYTES) -> int:
-    """bf16 K and V [B, Hk, L, D] + query + output."""
-    return 2 * b * hk * l * d * elt + 2 * b * hq * d * elt
+def sdpa_decode_bytes(b: int, l: int, hq: int, hk: int, d: int, elt: int = DTYPE_BYTES,
+                      lengths: list[int] | None = None) -> int:
+    """bf16 K and V [B, Hk, L, D] (``lengths``: the tokens each sequence has) + query + output."""
+    tokens = sum(lengths) if lengths else b * l
+    return 2 * tokens * hk * d * elt + 2 * b * hq * d * elt
 
 
 def pct_of_ceiling(nbytes: int, seconds: float, ceiling_bps: float) -> float:
@@ -559,8 +561,7 @@ class Bench:
             return self.paged[key]
         e: dict[str, Any] = dict(op="decode", B=b, L=l, Hq=hq, Hk=hk, D=d, mix=bool(lengths), us=None,
                                  note=self.meta["paged_bf16_decode"])
-        # bf16 K/V of the tokens there are + query + output (as the SDPA baseline counts them)
-        e["bytes"] = 2 * sum(lengths or [l] * b) * hk * d * DTYPE_BYTES + 2 * b * hq * d * DTYPE_BYTES
+        e["bytes"] = sdpa_decode_bytes(b, l, hq, hk, d, lengths=lengths)  # of the tokens there are
         self.paged[key] = e
         how = self.meta["paged_bf16_decode"]
         if not how.startswith(("flash_attn", "flex")):
@@ -617,14 +618,15 @@ class Bench:
 
     def _flex_check(self, inp, lens: list[int], page: int) -> float:
         """The flex baseline's first and last sequences against SDPA on their gathered pages (bf16 both)."""
-        import torch
         import torch.nn.functional as F
+
+        from .baselines import gather_pages
         q, kc, vc, fn, bt = inp
         out = fn(q)
         err = 0.0
         for s in sorted({0, len(lens) - 1}):
-            idx = (bt[s].long().view(-1, 1) * page + torch.arange(page, device=q.device)).reshape(-1)[:lens[s]]
-            ref = F.scaled_dot_product_attention(q[s:s + 1, :, None], kc[:, :, idx], vc[:, :, idx],
+            k, v = (gather_pages(x, bt[s], lens[s], page) for x in (kc, vc))
+            ref = F.scaled_dot_product_attention(q[s:s + 1, :, None], k, v,
                                                  enable_gqa=q.shape[1] != kc.shape[1])[:, :, 0]
             err = max(err, (ref.float() - out[s:s + 1].float()).abs().max().item())
         return err
