@@ -40,6 +40,20 @@ PREFILL_DEQUANT_BYTES = int(os.environ.get("TQGEN_PREFILL_DEQUANT_BYTES", str(1 
 #: float32 scores a block of queries of the masked / sinks attention path (sliding windows, sinks, the CPU) may hold:
 #: longer chunks go a block of queries at a time (a 32K-token chunk at 64 heads would otherwise need 256 GiB)
 ATTN_BLOCK_BYTES = int(os.environ.get("TQGEN_ATTN_BLOCK_BYTES", str(1 << 28)))
+#: First chunks (new prompts) of different lengths share one causal SDPA call, each right-padded to the longest
+#: (``_first_chunk_groups``): a chunk joins when the scores its padding adds, (longest² - its length²) / 2 query-key
+#: pairs x query heads, are at most this many, about one call's fixed cost: 57 us of host time an SDPA call (session
+#: 32, bench/results/h200-2026-12-04-fresh-prefill.md, run 6) at the 7.3e11 causal scores/s of a batched call there
+#: (B=32 n=512, Hq 32, D 128): 4.2e7 scores. An estimate from those two measurements, not a sweep.
+PREFILL_PAD_SCORES = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES", str(1 << 25)))
+#: The same for CPU tensors: 0, equal lengths only (measured on a 2-core x86 CPU: 8 prompts of 260-310 tokens, Hq 32,
+#: D 128, in one padded call 51 ms against 26 ms a call each: the gathers took 13 ms and SDPA's CPU kernel is no
+#: faster batched; a call's fixed cost is small there)
+PREFILL_PAD_SCORES_CPU = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES_CPU", "0"))
+#: ... and while the padded call's gathered copies of query, key and value stay within this many bytes (runs of equal
+#: chunks next to each other in the query are views, no copy, and not bounded); a call that large is long enough
+#: that its launch cost no longer matters
+PREFILL_PAD_BYTES = int(os.environ.get("TQGEN_PREFILL_PAD_BYTES", str(1 << 28)))
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -205,7 +219,8 @@ class TurboQuantKV:
 
         query [T, Hq, D], key/value [T, Hk, D] (the new tokens of every sequence, concatenated),
         query_start_loc [B+1] (cumulative), seq_lens [B] = context + new tokens. A sequence without
-        history attends its raw K/V (SDPA, causal; one call for a run of equal first chunks); the continuation
+        history attends its raw K/V (SDPA, causal; first chunks of similar lengths right-padded into one call,
+        ``PREFILL_PAD_SCORES``); the continuation
         chunks of at most ``decode_max_tokens`` new tokens run together through one decode call (one query per
         token, per-token lengths); a longer chunk attends its dequantised sequence (history + its own stored
         tokens) by SDPA, bottom-right causal.
@@ -258,12 +273,7 @@ class TurboQuantKV:
         if not stored:  # every check passed: nothing is stored on a refusal
             self.store(key, value, cache, slot_mapping, check=False)
         out = torch.empty_like(query)
-        for r, f in _runs(fresh):  # first chunks: raw K/V, one SDPA call a run of equal chunks
-            a, n, m = fresh[r][1], fresh[r][2], f - r
-            span = slice(a, a + n * m)
-            kk, vv = (x[span].unflatten(0, (m, n)).transpose(1, 2) for x in (key, value))  # [runs, Hk, n, D]
-            o = _attention_batch(query[span].unflatten(0, (m, n)), kk, vv, 0, scale, sinks, sliding_window)
-            out[span] = o.flatten(0, 1)
+        attend_first_chunks(query, key, value, [(a, n, a) for _, a, n, _ in fresh], out, scale, sinks, sliding_window)
         if short:
             self._prefill_by_decode(short, query, cache, block_table, out, scale, sinks, sliding_window)
         if long:
@@ -332,6 +342,68 @@ def _runs(seqs):
             f += 1
         yield r, f
         r = f
+
+
+def _first_chunk_groups(lens: list[int], hq: int, token_bytes: int, pad_scores: int) -> list[list[int]]:
+    """Indices of ``lens`` (first chunks' lengths, in query order) grouped for one causal SDPA call each: longest
+    first, a chunk joining the open group (whose first chunk is its longest, nmax) while the padding it adds costs
+    (nmax² - n²) / 2 · hq <= ``pad_scores`` scores and the group's padded copies stay within PREFILL_PAD_BYTES
+    (``token_bytes``: one token's query + key + value); groups keep query order inside."""
+    order = sorted(range(len(lens)), key=lambda i: -lens[i])  # stable: equal lengths stay in query order
+    groups: list[list[int]] = []
+    for i in order:
+        if groups:
+            g = groups[-1]
+            top = lens[g[0]]
+            if (top * top - lens[i] * lens[i]) * hq <= 2 * pad_scores and (
+                    (len(g) + 1) * top * token_bytes <= PREFILL_PAD_BYTES or lens[i] == top):
+                g.append(i)
+                continue
+        groups.append([i])
+    return [sorted(g) for g in groups]
+
+
+def attend_first_chunks(query, key, value, chunks, out, scale: float, sinks, window) -> None:
+    """Causal attention of sequences without history on their raw K/V: ``chunks`` = (first token in query / key /
+    value [T, H, D], tokens, first row of ``out``) each; ``out[row:row + n]`` gets the chunk's output. Chunks are
+    grouped by ``_first_chunk_groups`` (``PREFILL_PAD_SCORES``, on CPU tensors ``PREFILL_PAD_SCORES_CPU``), one
+    SDPA call a group: a run of equal chunks next to each other in the inputs
+    and in ``out`` as views, any other group right-padded to its longest chunk by a gather (a padded key sits after
+    every real query of its sequence, so causal attention never sees it: the real rows are exact; the padded rows are
+    computed and dropped) and scattered back. Indices of every gathered group go to the device in one transfer."""
+    chunks = [c for c in chunks if c[1] > 0]
+    if not chunks:
+        return
+    hq, d = query.shape[1], query.shape[2]
+    token_bytes = (hq + 2 * key.shape[1]) * d * query.element_size()
+    plain, gathered, flat = [], [], []  # gathered: (m, nmax, offsets of its src / sel / dst in flat)
+    pad = PREFILL_PAD_SCORES_CPU if query.device.type == "cpu" else PREFILL_PAD_SCORES
+    for g in _first_chunk_groups([n for _, n, _ in chunks], hq, token_bytes, pad):
+        cs = [chunks[i] for i in g]
+        n = cs[0][1]
+        if all(c[1] == n for c in cs) and all(cs[j + 1][0] == cs[j][0] + n and cs[j + 1][2] == cs[j][2] + n
+                                               for j in range(len(cs) - 1)):
+            plain.append((cs[0][0], cs[0][2], len(cs), n))
+            continue
+        top = max(c[1] for c in cs)
+        o = len(flat)
+        flat += [a + min(p, m - 1) for a, m, _ in cs for p in range(top)]  # src tokens, padded by the last one
+        flat += [j * top + p for j, (_, m, _) in enumerate(cs) for p in range(m)]  # real rows of the padded output
+        flat += [r + p for _, m, r in cs for p in range(m)]  # their rows in out
+        gathered.append((len(cs), top, o, sum(m for _, m, _ in cs)))
+    for a, r, m, n in plain:
+        kk, vv = (x[a:a + n * m].unflatten(0, (m, n)).transpose(1, 2) for x in (key, value))  # [m, Hk, n, D]
+        o = _attention_batch(query[a:a + n * m].unflatten(0, (m, n)), kk, vv, 0, scale, sinks, window)
+        out[r:r + n * m] = o.flatten(0, 1)
+    if not gathered:
+        return
+    idx = torch.tensor(flat, dtype=torch.int64).to(query.device, non_blocking=True)
+    for m, top, o, real in gathered:
+        src, sel, dst = idx[o:o + m * top], idx[o + m * top:][:real], idx[o + m * top + real:][:real]
+        qq = query.index_select(0, src).unflatten(0, (m, top))  # [m, top, Hq, D]
+        kk, vv = (x.index_select(0, src).unflatten(0, (m, top)).transpose(1, 2) for x in (key, value))
+        res = _attention_batch(qq, kk, vv, 0, scale, sinks, window).flatten(0, 1)
+        out.index_copy_(0, dst, res.index_select(0, sel).to(out.dtype))
 
 
 def _host_ints(*xs: torch.Tensor) -> list[list[int]]:

@@ -60,6 +60,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
 from .api import _attention as attend
+from .api import attend_first_chunks
 from .api import load
 from .engine import boundary_skip_layers, from_hf_config
 
@@ -450,8 +451,8 @@ def _attend_stored(layer: TurboQuantLayer, step: _Step, query, new_k, new_v, sca
     kv.store(k, v, paged, step.slots, check=False)  # slots from this cache's own tables
     q = _tokens(query, step)
     flat = None if step.all_real and step.hist_all else query.new_zeros(b * t, hq, d)  # pads: zeros
-    for r, a, n in step.fresh:  # first chunk: raw K/V in the kernels' dtype, as the runtime's prefill does
-        flat[r * t + t - n:(r + 1) * t] = attend(q[a:a + n], k[a:a + n], v[a:a + n], 0, scaling, sinks, window)
+    # first chunks: raw K/V in the kernels' dtype, as the runtime's prefill does (similar lengths in one call)
+    attend_first_chunks(q, k, v, [(a, n, r * t + t - n) for r, a, n in step.fresh], flat, scaling, sinks, window)
     if step.hist_rows:
         qh = q if step.hsel is None else q.index_select(0, step.hsel)
         if step.one_each:  # a generation step: one token a row, one decode call

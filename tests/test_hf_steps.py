@@ -36,9 +36,14 @@ def _counting(cache, calls: list):
         setattr(kv, op, wrapped)
 
 
-def test_one_plan_a_forward_one_call_a_layer():
+def test_one_plan_a_forward_one_call_a_layer(monkeypatch):
+    import tqgen_runtime
     from tqgen_runtime.hf import TurboQuantCache
 
+    # each first chunk in its own attention call, as batch 1 computes it: the float64 comparison below needs the same
+    # bf16 rounding of the raw-K/V attention; padded calls: test_first_chunks_of_different_lengths_in_one_call
+    monkeypatch.setattr(tqgen_runtime.api, "PREFILL_PAD_SCORES_CPU", 0)
+    monkeypatch.setattr(tqgen_runtime.api, "PREFILL_PAD_SCORES", 0)
     model = _model()
     ids = torch.randint(3, 64, (2, 19), generator=torch.Generator().manual_seed(1))
     mask = torch.ones_like(ids)
@@ -79,6 +84,37 @@ def test_one_plan_a_forward_one_call_a_layer():
             got += [model(s[r:r + 1], use_cache=True, **_arg(model, alone)).logits[:, -1] for s in steps]
         for a, b in zip(got, logits):
             assert (a[0] - b[r]).abs().max() < 1e-9, r
+
+
+def test_first_chunks_of_different_lengths_in_one_call(monkeypatch):
+    """A prompt batch's rows of different real lengths (left padding) attend their raw K/V in one call a layer (right-
+    padded to the longest, tqgen_runtime.api.attend_first_chunks) where each row took its own call: the logits equal
+    the one-call-a-row forward's within one bf16 step of their size (2^-8 of max |logit|: the padded call rounds the
+    bf16 attention output differently, by up to one bf16 ulp; measured 6e-4 of 0.4 here), and the first layer stores
+    the same pages (later layers' K/V follow the attention outputs before them)."""
+    import tqgen_runtime
+    from tqgen_runtime.hf import TurboQuantCache
+
+    model = _model()
+    ids = torch.randint(3, 64, (3, 19), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, :5] = 0  # real lengths 19, 14, 12
+    mask[2, :7] = 0
+    calls, outs, pools = [], [], []
+    attn = tqgen_runtime.api._attention_batch
+    monkeypatch.setattr(tqgen_runtime.api, "_attention_batch", lambda q, *a: calls.append(tuple(q.shape[:2])) or
+                        attn(q, *a))
+    for pad in (0, tqgen_runtime.api.PREFILL_PAD_SCORES):  # one call a row (the CPU's default), the GPU's rule
+        monkeypatch.setattr(tqgen_runtime.api, "PREFILL_PAD_SCORES_CPU", pad)
+        cache = TurboQuantCache(model, preset="4bit_nc", layout="soa", skip_layers=[], backend="reference")
+        calls.clear()
+        with torch.no_grad():
+            outs.append(model(ids * mask, attention_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp(min=0),
+                              use_cache=True, **_arg(model, cache)).logits[:, -1])
+        pools.append([layer.pool(cache.pages.blocks_used).clone() for layer in cache.layers])
+        assert calls == ([(1, 19), (1, 14), (1, 12)] if pad == 0 else [(3, 19)]) * 3, calls  # 3 layers
+    assert torch.equal(pools[0][0], pools[1][0])  # the first layer's K/V come from the embeddings alone
+    assert (outs[1] - outs[0]).abs().max() <= 2.0 ** -8 * outs[0].abs().max()
 
 
 def test_reset_clears_the_shared_pages():

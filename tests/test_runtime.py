@@ -334,20 +334,57 @@ def test_attention_by_query_blocks_equals_one_block(monkeypatch, sinks, window):
     assert torch.allclose(parts, whole, rtol=0, atol=1e-5 * float(whole.abs().max())), (parts - whole).abs().max()
 
 
-def test_prefill_first_chunks_run_together(monkeypatch):
-    """First chunks (no history) of equal length next to each other in the query attend their raw K/V in one SDPA
-    call; each equals that sequence prefilled alone to one bf16 ulp of max |out| (2^-7 of it: a differently batched
-    SDPA call's rounding)."""
+@pytest.mark.parametrize("sinks,window", [(False, None), (True, 6)])
+def test_prefill_first_chunks_run_together(monkeypatch, sinks, window):
+    """First chunks (no history) attend their raw K/V together: chunks of similar lengths right-padded to the longest
+    in one SDPA call (a padded key sits after every real query of its sequence: causal attention never sees it), a
+    run of equal chunks next to each other as views. Each chunk equals that sequence prefilled alone to one bf16 ulp
+    of max |out| (2^-7 of it: a differently batched SDPA call's rounding), with sinks and a window too (the masked
+    path). An empty sequence and a one-token chunk ride along."""
     kv = tqr.load("k8v4", layout="soa", num_kv_heads=2, num_q_heads=4, head_dim=64, device="cpu", backend="reference")
-    news = [9, 9, 9, 5, 9, 9]  # runs: [0, 3) of 9, [3] of 5, [4, 6) of 9
-    cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, [0] * 6, news, seed=6)
+    news = [9, 9, 9, 5, 0, 9, 1, 9]
+    cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, [0] * 8, news, seed=6)
+    s = torch.randn(4, generator=torch.Generator().manual_seed(2)) if sinks else None
     calls = []
     sdpa = tqr.api._attention_batch
-    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(q_.shape[:2]) or sdpa(q_, *a))
-    out = kv.prefill(q, k, v, cache, slots, bt, lens, qsl)
-    assert calls == [(3, 9), (1, 5), (2, 9)]
-    for i, n in enumerate(news):
+    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(tuple(q_.shape[:2])) or sdpa(q_, *a))
+
+    def alone(i, n):
         a = int(qsl[i])
-        alone = kv.prefill(q[a:a + n], k[a:a + n], v[a:a + n], cache.clone(), slots[a:a + n], bt[i:i + 1],
-                           lens[i:i + 1], torch.tensor([0, n], dtype=torch.int32))
-        assert float((out[a:a + n].float() - alone.float()).abs().max()) <= 2.0 ** -7 * float(alone.abs().max()), i
+        return kv.prefill(q[a:a + n], k[a:a + n], v[a:a + n], cache.clone(), slots[a:a + n], bt[i:i + 1],
+                          lens[i:i + 1], torch.tensor([0, n], dtype=torch.int32), sinks=s, sliding_window=window)
+
+    want = [alone(i, n) if n else None for i, n in enumerate(news)]
+    for pad_scores, expect in [(tqr.api.PREFILL_PAD_SCORES, [(7, 9)]),  # (9² - 1²) / 2 x 4 heads = 160 scores
+                               (40, [(5, 9), (1, 5), (1, 1)]),  # 9 and 5 pad 112 scores, 5 and 1 48: apart
+                               (0, [(5, 9), (1, 5), (1, 1)])]:  # equal lengths only (the CPU's default)
+        monkeypatch.setattr(tqr.api, "PREFILL_PAD_SCORES_CPU", pad_scores)  # the GPU's rule, on CPU tensors
+        calls.clear()
+        out = kv.prefill(q, k, v, cache.clone(), slots, bt, lens, qsl, sinks=s, sliding_window=window)
+        assert sorted(calls) == sorted(expect)  # runs of equal chunks (views) go first
+        for i, n in enumerate(news):
+            if n:
+                a = int(qsl[i])
+                assert float((out[a:a + n].float() - want[i].float()).abs().max()) <= \
+                    2.0 ** -7 * float(want[i].abs().max()), (pad_scores, i)
+
+
+def test_first_chunk_groups(monkeypatch):
+    """The grouping rule: longest first, a chunk joins while its padding costs (longest² - n²) / 2 x heads <= the
+    pad score bound and the group's padded copies fit PREFILL_PAD_BYTES (not counted for equal lengths: a run of
+    them is views); query order inside a group."""
+    from functools import partial
+
+    from tqgen_runtime.api import _first_chunk_groups
+    groups = partial(_first_chunk_groups, pad_scores=900)
+    monkeypatch.setattr(tqr.api, "PREFILL_PAD_BYTES", 1 << 30)
+    assert groups([5, 40, 44, 40], 1, 1) == [[1, 2, 3], [0]]  # 44² - 40² = 336 <= 2 x 900; 44² - 5² = 1911 > 1800
+    assert groups([5, 40, 44, 40], 8, 1) == [[2], [1, 3], [0]]  # x 8 heads: 2688 > 1800
+    assert groups([3, 3, 3], 64, 1) == [[0, 1, 2]]
+    assert _first_chunk_groups([3, 4, 3], 64, 1, pad_scores=0) == [[1], [0, 2]]  # equal lengths only
+    assert groups([], 4, 1) == []
+    monkeypatch.setattr(tqr.api, "PREFILL_PAD_BYTES", 2 * 44 * 10)  # two 44-token padded chunks of 10-byte tokens
+    assert groups([5, 40, 44, 40], 1, 10) == [[1, 2], [0, 3]]  # the second 40 opens a group, 5 joins it
+    assert groups([44, 44, 44, 40], 1, 10) == [[0, 1, 2], [3]]  # equal ones join past the cap; then 40 may not
+
+

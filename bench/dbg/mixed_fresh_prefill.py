@@ -1,0 +1,67 @@
+"""kv.prefill of new prompts of *different* lengths (no history), 4bit_nc SoA (C++ store), check=False, lengths as host
+tensors, Hq 32 / Hk 8 / D 128, bf16: one SDPA call a run of equal chunks (PREFILL_PAD_SCORES = 0, session 33's rule)
+against the padded groups of session 34 (the default PREFILL_PAD_SCORES), in one process, two rounds; x SDPA = one
+bf16 causal SDPA call over the batch padded to its longest prompt [B, Hq, nmax, D] (what the attention alone costs
+with no grouping to do). Lengths: B prompts uniform in [n/2, n] (seeded). Prints a markdown table.
+    PYTHONPATH=<tree>:/tmp/pp python bench/dbg/mixed_fresh_prefill.py"""
+import time
+
+import torch
+import torch.nn.functional as F
+
+import tqgen_runtime as tqr
+from tqgen_runtime import api
+
+dev = torch.device("cuda")
+kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device=dev)
+default = api.PREFILL_PAD_SCORES
+print("| round | B | lengths | calls (equal runs) | us | calls (padded) | us | padded / equal runs | padded SDPA us | "
+      "x SDPA |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+
+
+def timed(f, reps=20):
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        f()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / reps * 1e6
+
+
+def n_calls(pad, news):
+    hq, tb = 32, (32 + 16) * 128 * 2
+    return len(api._first_chunk_groups(news, hq, tb, pad))
+
+
+for rnd in (1, 2):
+    for b in (8, 32):
+        for n in (128, 512, 2048):
+            g = torch.Generator().manual_seed(b * n)
+            news = torch.randint(n // 2, n + 1, (b,), generator=g).tolist()
+            bs = kv.spec.block_size
+            pages = -(-n // bs)
+            cache = kv.allocate(b * pages)
+            bt = torch.arange(b * pages, dtype=torch.int32, device=dev).view(b, pages)
+            slots = torch.cat([bt[i].repeat_interleave(bs)[:m] * bs + torch.arange(m, device=dev) % bs
+                               for i, m in enumerate(news)]).int()
+            t = sum(news)
+            q = torch.randn(t, 32, 128, device=dev, dtype=torch.bfloat16)
+            k = torch.randn(t, 8, 128, device=dev, dtype=torch.bfloat16)
+            sl = torch.tensor(news, dtype=torch.int32)
+            qsl = torch.tensor([0] + torch.tensor(news).cumsum(0).tolist(), dtype=torch.int32)
+            res = []
+            for pad in (0, default):
+                api.PREFILL_PAD_SCORES = pad
+                res.append((n_calls(pad, news), timed(lambda: kv.prefill(q, k, k, cache, slots, bt, sl, qsl,
+                                                                          check=False))))
+            api.PREFILL_PAD_SCORES = default
+            top = max(news)
+            qq = torch.randn(b, 32, top, 128, device=dev, dtype=torch.bfloat16)
+            kk = torch.randn(b, 8, top, 128, device=dev, dtype=torch.bfloat16)
+            sd = timed(lambda: F.scaled_dot_product_attention(qq, kk, kk, is_causal=True, enable_gqa=True))
+            (c0, u0), (c1, u1) = res
+            print(f"| {rnd} | {b} | {min(news)}-{top} | {c0} | {u0:.1f} | {c1} | {u1:.1f} | {u1 / u0:.2f} | {sd:.1f} | "
+                  f"{sd / u1:.2f} |", flush=True)
