@@ -186,8 +186,10 @@ def test_suites():
     assert {(s.b, s.l) for s in sw} == {(b, l) for b in (1, 32) for l in (K, 4 * K, 16 * K, 32 * K, 128 * K)}
     full = suite_shapes("full", 4)
     dec = [s for s in full if s.op == "decode" and not s.mix]
-    assert len([s for s in full if s.mix]) == 4 * 3 * 2  # 4 head shapes x B 8/32/128 x 2 mixes at L=32K
-    assert len(dec) == 4 * 5 * 4 and {s.hq // s.hk for s in dec} == {1, 3, 4, 8} and {s.d for s in dec} == {64, 128}
+    assert len([s for s in full if s.mix]) == 7 * 3 * 2  # 7 head shapes x B 8/32/128 x 2 mixes at L=32K
+    assert len(dec) == 7 * 5 * 4 and {s.hq // s.hk for s in dec} == {1, 3, 4, 8} and {s.d for s in dec} == {64, 128}
+    # issue 6's list: head_dim 64 and 128, each at GQA 1, 4, 8 (8 KV heads), + the SmolLM2 shape
+    assert {(s.d, s.hq // s.hk) for s in dec if s.hk == 8} == {(d, g) for d in (64, 128) for g in (1, 4, 8)}
 
 
 def test_mixed_lengths():
@@ -247,7 +249,7 @@ def test_head_dim_selects_shapes(tmp_path, capsys):
     assert main(["bench", "--suite", "full", "--op", "dequant", "--preset", "4bit_nc", "--layout", "soa",
                  "--backend", "cuda", "--head-dim", "64", "--list", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "D64" in out and "D128" not in out and "= 20 case(s)" in out
+    assert "D64" in out and "D128" not in out and "= 80 case(s)" in out  # 4 head shapes at D64 x 4 B x 5 L
     assert main(["bench", "--suite", "full", "--head-dim", "96", "--list", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "head_dim=96" in err and "one of 64, 128" in err and "leave --head-dim out" in err

@@ -64,9 +64,11 @@ SUITES = ("targets", "sweep", "full", "smoke", "mixed", "prefill")
 BACKEND_NAMES = ("cuda", "hip", "triton", "triton:gfx950_mfma", "reference")
 K = 1024
 
-#: head configurations (Hq, Hk, D): D=128 with 8 KV heads at GQA 1, 4, 8; the SmolLM2 shape (GQA 3, D=64)
+#: head configurations (Hq, Hk, D): D=128 and D=64 with 8 KV heads at GQA 1, 4, 8 (issue 6's list); the SmolLM2
+#: shape (GQA 3, D=64)
 MAIN = (32, 8, 128)
 HEADS_D128 = ((8, 8, 128), MAIN, (64, 8, 128))
+HEADS_D64 = ((8, 8, 64), (32, 8, 64), (64, 8, 64))
 SMOLLM2 = (9, 3, 64)
 BATCHES = (1, 8, 32, 128)
 LENGTHS = (1 * K, 4 * K, 16 * K, 32 * K, 128 * K)
@@ -165,14 +167,14 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
     if suite == "sweep":
         return [Shape("decode", b, l, *MAIN) for b in (1, 32) for l in LENGTHS]
     if suite == "full":
-        heads = HEADS_D128 + (SMOLLM2,)
+        heads = HEADS_D128 + HEADS_D64 + (SMOLLM2,)
         out = []
         for h in heads:
             out += [Shape("decode", b, l, *h) for b in BATCHES for l in LENGTHS]
             out += [Shape("decode", b, 32 * K, *h, mix=m) for b in BATCHES[1:] for m in MIXES]
             out += [Shape("dequant", b, l, *h) for b in BATCHES for l in LENGTHS]
             out += [Shape("prefill", b, l, *h, n=n) for b in BATCHES for l in LENGTHS for n in (small, PREFILL_CHUNK)]
-        for h in (MAIN, SMOLLM2):  # store does not depend on Hq
+        for h in (MAIN, HEADS_D64[1], SMOLLM2):  # store does not depend on Hq
             out += [Shape("store", 0, 0, *h, n=n) for n in STORE_TOKENS]
         return out
     raise SpecError([Reason("suite", suite, list(SUITES))], "unknown suite")
