@@ -50,9 +50,9 @@ PREFILL_PAD_SCORES = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES", str(1 << 25)
 #: D 128, in one padded call 51 ms against 26 ms a call each: the gathers took 13 ms and SDPA's CPU kernel is no
 #: faster batched; a call's fixed cost is small there)
 PREFILL_PAD_SCORES_CPU = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES_CPU", "0"))
-#: ... and while the padded call's gathered copies of query, key and value stay within this many bytes (runs of equal
-#: chunks next to each other in the query are views, no copy, and not bounded); a call that large is long enough
-#: that its launch cost no longer matters
+#: ... and while the group's padded query, key and value stay within this many bytes (the gather copies them; a run of
+#: equal chunks next to each other in the query is taken as views); a call that large is long enough that its launch
+#: cost no longer matters
 PREFILL_PAD_BYTES = int(os.environ.get("TQGEN_PREFILL_PAD_BYTES", str(1 << 28)))
 
 
@@ -347,7 +347,7 @@ def _runs(seqs):
 def _first_chunk_groups(lens: list[int], hq: int, token_bytes: int, pad_scores: int) -> list[list[int]]:
     """Indices of ``lens`` (first chunks' lengths, in query order) grouped for one causal SDPA call each: longest
     first, a chunk joining the open group (whose first chunk is its longest, nmax) while the padding it adds costs
-    (nmax² - n²) / 2 · hq <= ``pad_scores`` scores and the group's padded copies stay within PREFILL_PAD_BYTES
+    (nmax² - n²) / 2 · hq <= ``pad_scores`` scores and the group's padded size stays within PREFILL_PAD_BYTES
     (``token_bytes``: one token's query + key + value); groups keep query order inside."""
     order = sorted(range(len(lens)), key=lambda i: -lens[i])  # stable: equal lengths stay in query order
     groups: list[list[int]] = []
@@ -356,7 +356,7 @@ def _first_chunk_groups(lens: list[int], hq: int, token_bytes: int, pad_scores: 
             g = groups[-1]
             top = lens[g[0]]
             if (top * top - lens[i] * lens[i]) * hq <= 2 * pad_scores and (
-                    (len(g) + 1) * top * token_bytes <= PREFILL_PAD_BYTES or lens[i] == top):
+                    (len(g) + 1) * top * token_bytes <= PREFILL_PAD_BYTES):
                 g.append(i)
                 continue
         groups.append([i])

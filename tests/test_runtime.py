@@ -371,8 +371,7 @@ def test_prefill_first_chunks_run_together(monkeypatch, sinks, window):
 
 def test_first_chunk_groups(monkeypatch):
     """The grouping rule: longest first, a chunk joins while its padding costs (longest² - n²) / 2 x heads <= the
-    pad score bound and the group's padded copies fit PREFILL_PAD_BYTES (not counted for equal lengths: a run of
-    them is views); query order inside a group."""
+    pad score bound and the group's padded size fits PREFILL_PAD_BYTES; query order inside a group."""
     from functools import partial
 
     from tqgen_runtime.api import _first_chunk_groups
@@ -385,6 +384,6 @@ def test_first_chunk_groups(monkeypatch):
     assert groups([], 4, 1) == []
     monkeypatch.setattr(tqr.api, "PREFILL_PAD_BYTES", 2 * 44 * 10)  # two 44-token padded chunks of 10-byte tokens
     assert groups([5, 40, 44, 40], 1, 10) == [[1, 2], [0, 3]]  # the second 40 opens a group, 5 joins it
-    assert groups([44, 44, 44, 40], 1, 10) == [[0, 1, 2], [3]]  # equal ones join past the cap; then 40 may not
+    assert groups([44, 44, 44, 40], 1, 10) == [[0, 1], [2, 3]]  # equal lengths too: a gather must stay bounded
 
 
