@@ -40,9 +40,10 @@ PREFILL_DEQUANT_BYTES = int(os.environ.get("TQGEN_PREFILL_DEQUANT_BYTES", str(1 
 #: float32 scores a block of queries of the masked / sinks attention path (sliding windows, sinks, the CPU) may hold:
 #: longer chunks go a block of queries at a time (a 32K-token chunk at 64 heads would otherwise need 256 GiB)
 ATTN_BLOCK_BYTES = int(os.environ.get("TQGEN_ATTN_BLOCK_BYTES", str(1 << 28)))
-#: First chunks (new prompts) of different lengths share one causal SDPA call, each right-padded to the longest
-#: (``_first_chunk_groups``): a chunk joins when the scores its padding adds, (longest² - its length²) / 2 query-key
-#: pairs x query heads, are at most this many, about one call's fixed cost: 57 us of host time an SDPA call (session
+#: Prefill chunks of different lengths (or histories) share one causal SDPA call, their queries padded to the group's
+#: span of positions (``_pad_groups``): a chunk joins when the scores its padding adds (query-key pairs x query heads;
+#: a first chunk of n tokens in a group of longest nmax: (nmax² - n²) / 2 x heads) are at most this many, about one
+#: call's fixed cost: 57 us of host time an SDPA call (session
 #: 32, bench/results/h200-2026-12-04-fresh-prefill.md, run 6) at the 7.3e11 causal scores/s of a batched call there
 #: (B=32 n=512, Hq 32, D 128): 4.2e7 scores. An estimate from those two measurements, not a sweep.
 PREFILL_PAD_SCORES = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES", str(1 << 25)))
@@ -50,9 +51,9 @@ PREFILL_PAD_SCORES = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES", str(1 << 25)
 #: D 128, in one padded call 51 ms against 26 ms a call each: the gathers took 13 ms and SDPA's CPU kernel is no
 #: faster batched; a call's fixed cost is small there)
 PREFILL_PAD_SCORES_CPU = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES_CPU", "0"))
-#: ... and while the group's padded query, key and value stay within this many bytes (the gather copies them; a run of
-#: equal chunks next to each other in the query is taken as views); a call that large is long enough that its launch
-#: cost no longer matters
+#: ... and while the group's padded rows stay within this many bytes (a gather copies them: first chunks' query, key
+#: and value, longer chunks' queries; a run of equal chunks next to each other in the query is taken as views); a call
+#: that large is long enough that its launch cost no longer matters
 PREFILL_PAD_BYTES = int(os.environ.get("TQGEN_PREFILL_PAD_BYTES", str(1 << 28)))
 
 
@@ -219,13 +220,13 @@ class TurboQuantKV:
 
         query [T, Hq, D], key/value [T, Hk, D] (the new tokens of every sequence, concatenated),
         query_start_loc [B+1] (cumulative), seq_lens [B] = context + new tokens. A sequence without
-        history attends its raw K/V (SDPA, causal; first chunks of similar lengths right-padded into one call,
-        ``PREFILL_PAD_SCORES``); the continuation
+        history attends its raw K/V (SDPA, causal); the continuation
         chunks of at most ``decode_max_tokens`` new tokens run together through one decode call (one query per
         token, per-token lengths); a longer chunk attends its dequantised sequence (history + its own stored
         tokens) by SDPA, bottom-right causal.
-        The dequant runs once for a group of such sequences (up to ``PREFILL_DEQUANT_BYTES`` of bf16 K/V a call),
-        and sequences of the same history and chunk length share one SDPA call. Either way the work per chunk is
+        The dequant runs once for a group of such sequences (up to ``PREFILL_DEQUANT_BYTES`` of bf16 K/V a call).
+        Chunks of similar positions share one SDPA call (``_pad_groups``: equal ones always; on the GPU others while
+        the padding costs at most ``PREFILL_PAD_SCORES``), first chunks as longer ones. Either way the work per chunk is
         linear in the context. One host read: ``query_start_loc`` / ``seq_lens`` (nothing to read when both are CPU
         tensors and ``check=False``: pass host copies where you have them) and, with ``check``, the values of the
         tables' and the store's checks in the same transfer (``check=False``: the caller vouches for them, as in a
@@ -306,10 +307,14 @@ class TurboQuantKV:
 
     def _prefill_by_dequant(self, seqs, query, cache, block_table, seq_lens, out, scale, sinks, window) -> None:
         """Dequantise ``seqs`` (history + chunk) a group at a time (at most PREFILL_DEQUANT_BYTES of K/V a call, or
-        one sequence), then SDPA: one call for each run of sequences with the same history and chunk length."""
+        one sequence), then SDPA: one call for each of ``_pad_groups``' groups, in the dequant's order (each group a
+        slice of its K/V): a run of equal (history, chunk) next to each other in the query as views, other groups with
+        their queries gathered into the group's span of positions (bottom-right causal: a padded row is dropped, and a
+        real row sees its own sequence's keys only, up to its position)."""
         deq = self._impl["dequant"]
-        hk, d = cache.shape[2], self.spec.head_dim
+        hq, hk, d = query.shape[1], cache.shape[2], self.spec.head_dim
         per_token = 2 * hk * d * query.element_size()
+        pad = PREFILL_PAD_SCORES_CPU if query.device.type == "cpu" else PREFILL_PAD_SCORES
         j = 0
         while j < len(seqs):
             e, top = j + 1, seqs[j][2] + seqs[j][3]  # the group seqs[j:e], its longest sequence
@@ -317,93 +322,112 @@ class TurboQuantKV:
                 top = max(top, seqs[e][2] + seqs[e][3])
                 e += 1
             group = seqs[j:e]
-            pick = torch.tensor([s[0] for s in group], dtype=torch.int64).to(block_table.device, non_blocking=True)
+            parts = _pad_groups([(c, c + n) for _, _, n, c in group], hq, hq * d * query.element_size(), pad)
+            order = [group[i] for g in parts for i in g]  # each part a slice of the dequant's output
+            pick = torch.tensor([s[0] for s in order], dtype=torch.int64).to(block_table.device, non_blocking=True)
             k, v = deq.dequant(cache, block_table.index_select(0, pick), seq_lens.to(cache.device).index_select(0, pick),
                                top, query.dtype, check=False)  # [G, Hk, top, D]
-            for r, f in _runs(group):  # runs of the same (history, chunk): one SDPA call each
-                _, a, n, ctx = group[r]
-                qq = query[a:a + n * (f - r)].unflatten(0, (f - r, n))  # [runs, n, Hq, D]
-                o = _attention_batch(qq, k[r:f, :, :ctx + n], v[r:f, :, :ctx + n], ctx, scale, sinks, window)
-                out[a:a + n * (f - r)] = o.flatten(0, 1)
+            first = [0]
+            for g in parts:
+                first.append(first[-1] + len(g))
+            _attend_groups(query, [(a, n, c, a) for _, a, n, c in order],
+                           [list(range(first[i], first[i + 1])) for i in range(len(parts))], out, scale, sinks, window,
+                           lambda g, lo, hi, src: (k[first[g]:first[g + 1], :, :hi], v[first[g]:first[g + 1], :, :hi]))
             j = e
 
     def __repr__(self) -> str:
         return f"TurboQuantKV({self.spec.token} on {self.target}, variants={self.variants})"
 
 
-def _runs(seqs):
-    """(first, past-the-end) index pairs of the runs of ``seqs`` — (sequence, first token, new tokens, history) in
-    query order — with the same new tokens and history whose new tokens follow each other in the query: one batched
-    SDPA call a run."""
-    r = 0
-    while r < len(seqs):
-        f = r + 1
-        while f < len(seqs) and seqs[f][2:] == seqs[r][2:] and seqs[f][1] == seqs[f - 1][1] + seqs[r][2]:
-            f += 1
-        yield r, f
-        r = f
+def _pad_groups(spans: list[tuple[int, int]], hq: int, token_bytes: int, pad_scores: int) -> list[list[int]]:
+    """Indices of ``spans`` (each chunk's (history, history + new tokens): its queries' positions, in query order)
+    grouped for one causal SDPA call each, the queries padded to the group's span lo..hi-1 (least history, largest
+    end): by end, largest first, a chunk joining the open group while the scores its padding adds (the group padded
+    with it, less the group without it and the chunk's own; a query at position p sees p + 1 keys) times ``hq`` are at
+    most ``pad_scores`` and the padded rows, (members + 1) x (hi - lo) x ``token_bytes``, stay within
+    PREFILL_PAD_BYTES. Equal spans join at no cost; a first chunk of n tokens joining a group of longest nmax pays
+    (nmax² - n² + nmax - n) / 2. Each group in query order."""
+    def work(lo: int, hi: int) -> int:  # causal scores of the positions lo..hi-1, a head
+        return (hi * (hi + 1) - lo * (lo + 1)) // 2
 
-
-def _first_chunk_groups(lens: list[int], hq: int, token_bytes: int, pad_scores: int) -> list[list[int]]:
-    """Indices of ``lens`` (first chunks' lengths, in query order) grouped for one causal SDPA call each: longest
-    first, a chunk joining the open group (whose first chunk is its longest, nmax) while the padding it adds costs
-    (nmax² - n²) / 2 · hq <= ``pad_scores`` scores and the group's padded size stays within PREFILL_PAD_BYTES
-    (``token_bytes``: one token's query + key + value); groups keep query order inside."""
-    order = sorted(range(len(lens)), key=lambda i: -lens[i])  # stable: equal lengths stay in query order
+    order = sorted(range(len(spans)), key=lambda i: (-spans[i][1], spans[i][0]))  # stable
     groups: list[list[int]] = []
+    lo = hi = 0
     for i in order:
+        c, e = spans[i]
         if groups:
             g = groups[-1]
-            top = lens[g[0]]
-            if (top * top - lens[i] * lens[i]) * hq <= 2 * pad_scores and (
-                    (len(g) + 1) * top * token_bytes <= PREFILL_PAD_BYTES):
+            lo2, hi2 = min(lo, c), max(hi, e)
+            extra = (len(g) + 1) * work(lo2, hi2) - len(g) * work(lo, hi) - work(c, e)
+            if extra * hq <= pad_scores and (len(g) + 1) * (hi2 - lo2) * token_bytes <= PREFILL_PAD_BYTES:
                 g.append(i)
+                lo, hi = lo2, hi2
                 continue
         groups.append([i])
+        lo, hi = c, e
     return [sorted(g) for g in groups]
+
+
+def _attend_groups(query, chunks, groups, out, scale: float, sinks, window, kv) -> None:
+    """One SDPA call a group of ``chunks`` — (first token in query, new tokens, history, first row of ``out``) each;
+    ``groups``: lists of indices into ``chunks`` in query order. A run of equal chunks next to each other in the query
+    and in ``out`` as views; any other group's queries gathered into its span of positions lo..hi-1 (least history,
+    largest end), attended bottom-right causal, its real rows scattered back: a real row sees keys up to its own
+    position, all of its own sequence's (a padded row sees others, or fewer, and is dropped), so the real rows are
+    exact. ``kv(g, lo, hi, src)``: group g's keys and values [m, Hk, hi, D] (``src``: the padded rows' tokens on the
+    device, None for a run of views: tokens a .. a + m·n). The gathered groups' indices go to the device in one
+    transfer."""
+    plain, gathered, flat = [], [], []  # gathered: (group, lo, hi, offset of its src / sel / dst in flat, real rows)
+    for gi, g in enumerate(groups):
+        cs = [chunks[i] for i in g]
+        a, n, c, w = cs[0]
+        if all(x[1:3] == (n, c) for x in cs) and all(cs[j + 1][0] == cs[j][0] + n and cs[j + 1][3] == cs[j][3] + n
+                                                     for j in range(len(cs) - 1)):
+            plain.append((gi, a, n, c, w, len(cs)))
+            continue
+        lo, hi = min(x[2] for x in cs), max(x[1] + x[2] for x in cs)
+        o = len(flat)
+        # src: each padded row's token (a row outside its chunk takes the chunk's nearest one); sel: the real rows of
+        # the padded output; dst: their rows in out
+        flat += [a + min(max(p - c, 0), n - 1) for a, n, c, _ in cs for p in range(lo, hi)]
+        flat += [j * (hi - lo) + c - lo + i for j, (_, n, c, _) in enumerate(cs) for i in range(n)]
+        flat += [w + i for _, n, _, w in cs for i in range(n)]
+        gathered.append((gi, lo, hi, o, sum(x[1] for x in cs)))
+    for gi, a, n, c, w, m in plain:
+        kk, vv = kv(gi, c, c + n, None)
+        o = _attention_batch(query[a:a + n * m].unflatten(0, (m, n)), kk, vv, c, scale, sinks, window)
+        out[w:w + n * m] = o.flatten(0, 1)
+    if not gathered:
+        return
+    idx = torch.tensor(flat, dtype=torch.int64).to(query.device, non_blocking=True)
+    for gi, lo, hi, o, real in gathered:
+        m, rows = len(groups[gi]), hi - lo
+        src, sel, dst = idx[o:o + m * rows], idx[o + m * rows:][:real], idx[o + m * rows + real:][:real]
+        kk, vv = kv(gi, lo, hi, src)
+        res = _attention_batch(query.index_select(0, src).unflatten(0, (m, rows)), kk, vv, lo, scale, sinks, window)
+        out.index_copy_(0, dst, res.flatten(0, 1).index_select(0, sel).to(out.dtype))
 
 
 def attend_first_chunks(query, key, value, chunks, out, scale: float, sinks, window) -> None:
     """Causal attention of sequences without history on their raw K/V: ``chunks`` = (first token in query / key /
-    value [T, H, D], tokens, first row of ``out``) each; ``out[row:row + n]`` gets the chunk's output. Chunks are
-    grouped by ``_first_chunk_groups`` (``PREFILL_PAD_SCORES``, on CPU tensors ``PREFILL_PAD_SCORES_CPU``), one
-    SDPA call a group: a run of equal chunks next to each other in the inputs
-    and in ``out`` as views, any other group right-padded to its longest chunk by a gather (a padded key sits after
-    every real query of its sequence, so causal attention never sees it: the real rows are exact; the padded rows are
-    computed and dropped) and scattered back. Indices of every gathered group go to the device in one transfer."""
-    chunks = [c for c in chunks if c[1] > 0]
+    value [T, H, D], tokens, first row of ``out``) each; ``out[row:row + n]`` gets the chunk's output. Grouped by
+    ``_pad_groups`` (``PREFILL_PAD_SCORES``, on CPU tensors ``PREFILL_PAD_SCORES_CPU``), one SDPA call a group
+    (``_attend_groups``): a padded group's keys and values are gathered with its queries, each chunk right-padded to
+    the longest (a padded key sits after every real query of its sequence: causal attention never sees it)."""
+    chunks = [(a, n, 0, w) for a, n, w in chunks if n > 0]
     if not chunks:
         return
     hq, d = query.shape[1], query.shape[2]
-    token_bytes = (hq + 2 * key.shape[1]) * d * query.element_size()
-    plain, gathered, flat = [], [], []  # gathered: (m, nmax, offsets of its src / sel / dst in flat)
     pad = PREFILL_PAD_SCORES_CPU if query.device.type == "cpu" else PREFILL_PAD_SCORES
-    for g in _first_chunk_groups([n for _, n, _ in chunks], hq, token_bytes, pad):
-        cs = [chunks[i] for i in g]
-        n = cs[0][1]
-        if all(c[1] == n for c in cs) and all(cs[j + 1][0] == cs[j][0] + n and cs[j + 1][2] == cs[j][2] + n
-                                               for j in range(len(cs) - 1)):
-            plain.append((cs[0][0], cs[0][2], len(cs), n))
-            continue
-        top = max(c[1] for c in cs)
-        o = len(flat)
-        flat += [a + min(p, m - 1) for a, m, _ in cs for p in range(top)]  # src tokens, padded by the last one
-        flat += [j * top + p for j, (_, m, _) in enumerate(cs) for p in range(m)]  # real rows of the padded output
-        flat += [r + p for _, m, r in cs for p in range(m)]  # their rows in out
-        gathered.append((len(cs), top, o, sum(m for _, m, _ in cs)))
-    for a, r, m, n in plain:
-        kk, vv = (x[a:a + n * m].unflatten(0, (m, n)).transpose(1, 2) for x in (key, value))  # [m, Hk, n, D]
-        o = _attention_batch(query[a:a + n * m].unflatten(0, (m, n)), kk, vv, 0, scale, sinks, window)
-        out[r:r + n * m] = o.flatten(0, 1)
-    if not gathered:
-        return
-    idx = torch.tensor(flat, dtype=torch.int64).to(query.device, non_blocking=True)
-    for m, top, o, real in gathered:
-        src, sel, dst = idx[o:o + m * top], idx[o + m * top:][:real], idx[o + m * top + real:][:real]
-        qq = query.index_select(0, src).unflatten(0, (m, top))  # [m, top, Hq, D]
-        kk, vv = (x.index_select(0, src).unflatten(0, (m, top)).transpose(1, 2) for x in (key, value))
-        res = _attention_batch(qq, kk, vv, 0, scale, sinks, window).flatten(0, 1)
-        out.index_copy_(0, dst, res.index_select(0, sel).to(out.dtype))
+    groups = _pad_groups([(0, n) for _, n, _, _ in chunks], hq, (hq + 2 * key.shape[1]) * d * query.element_size(),
+                         pad)
+
+    def kv(g, lo, hi, src):
+        if src is None:  # a run of views
+            a, m = chunks[groups[g][0]][0], len(groups[g])
+            return (x[a:a + hi * m].unflatten(0, (m, hi)).transpose(1, 2) for x in (key, value))  # [m, Hk, n, D]
+        return (x.index_select(0, src).unflatten(0, (-1, hi)).transpose(1, 2) for x in (key, value))
+    _attend_groups(query, chunks, groups, out, scale, sinks, window, kv)
 
 
 def _host_ints(*xs: torch.Tensor) -> list[list[int]]:

@@ -241,8 +241,8 @@ def _varlen_prefill_case(spec, hk, hq, ctxs, news, seed):
 @pytest.mark.parametrize("backend", ["reference", "triton"])
 def test_prefill_batch_equals_one_sequence_at_a_time(backend, monkeypatch):
     """A varlen batch mixing every path (a first chunk, short chunks through one decode call, longer ones through
-    the grouped dequant + SDPA; runs of equal history and chunk length share an SDPA call, a first chunk between
-    two such sequences breaks the run) equals the same sequences prefilled one call each, and the short chunks
+    the grouped dequant + SDPA; equal history and chunk length share an SDPA call, gathered where a first chunk lies
+    between two such sequences) equals the same sequences prefilled one call each, and the short chunks
     equal the reference decode. Tolerance: one bf16 ulp of the output's largest magnitude (at most 2^-7 of max |out|:
     8 significant bits), the rounding of one differently batched SDPA / decode call; the reference decode within
     DECODE_TOL."""
@@ -252,13 +252,13 @@ def test_prefill_batch_equals_one_sequence_at_a_time(backend, monkeypatch):
     cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, ctxs, news, seed=4)
     single = cache.clone()
     # two sequences' K/V (32 tokens, 2 heads, D 64, K and V in bf16) a dequant call at most: the four longer chunks
-    # take two calls, [1, 3] (a first chunk between them: two SDPA calls) and [4, 5] (one)
+    # take two calls, [1, 3] (a first chunk between them: one SDPA call, its queries gathered) and [4, 5] (views)
     monkeypatch.setattr(tqr.api, "PREFILL_DEQUANT_BYTES", 2 * 32 * 2 * 2 * 64 * 2)
     calls = []
     sdpa = tqr.api._attention_batch
     monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(q_.shape[:2]) or sdpa(q_, *a))
     out = kv.prefill(q, k, v, cache, slots, bt, lens, qsl)
-    assert calls == [(1, 7), (1, 12), (1, 12), (2, 12)]  # the first chunk, then the runs
+    assert calls == [(1, 7), (2, 12), (2, 12)]  # the first chunk, then the equal chunks of each dequant call
     want = torch.zeros_like(out)
     for i, (c, n) in enumerate(zip(ctxs, news)):
         a, e = int(qsl[i]), int(qsl[i + 1])
@@ -369,21 +369,58 @@ def test_prefill_first_chunks_run_together(monkeypatch, sinks, window):
                     2.0 ** -7 * float(want[i].abs().max()), (pad_scores, i)
 
 
-def test_first_chunk_groups(monkeypatch):
-    """The grouping rule: longest first, a chunk joins while its padding costs (longest² - n²) / 2 x heads <= the
-    pad score bound and the group's padded size fits PREFILL_PAD_BYTES; query order inside a group."""
+def test_pad_groups(monkeypatch):
+    """The grouping rule: by end, largest first, a chunk joins while the scores its padding adds (the group padded
+    with it, less the group without it and the chunk's own; a query at position p sees p + 1 keys) x heads are at most
+    the bound and the padded rows fit PREFILL_PAD_BYTES; query order inside a group."""
     from functools import partial
 
-    from tqgen_runtime.api import _first_chunk_groups
-    groups = partial(_first_chunk_groups, pad_scores=900)
+    from tqgen_runtime.api import _pad_groups
     monkeypatch.setattr(tqr.api, "PREFILL_PAD_BYTES", 1 << 30)
-    assert groups([5, 40, 44, 40], 1, 1) == [[1, 2, 3], [0]]  # 44² - 40² = 336 <= 2 x 900; 44² - 5² = 1911 > 1800
-    assert groups([5, 40, 44, 40], 8, 1) == [[2], [1, 3], [0]]  # x 8 heads: 2688 > 1800
-    assert groups([3, 3, 3], 64, 1) == [[0, 1, 2]]
-    assert _first_chunk_groups([3, 4, 3], 64, 1, pad_scores=0) == [[1], [0, 2]]  # equal lengths only
-    assert groups([], 4, 1) == []
+    first = lambda lens, hq, tb, pad=900: _pad_groups([(0, n) for n in lens], hq, tb, pad)  # noqa: E731
+    # first chunks: (nmax (nmax + 1) - n (n + 1)) / 2 a head; 44 and 40: 170 <= 900, 44 and 5: 975 > 900
+    assert first([5, 40, 44, 40], 1, 1) == [[1, 2, 3], [0]]
+    assert first([5, 40, 44, 40], 8, 1) == [[2], [1, 3], [0]]  # x 8 heads: 1360 > 900
+    assert first([3, 3, 3], 64, 1) == [[0, 1, 2]]
+    assert first([], 4, 1) == []
+    assert first([3, 4, 3], 64, 1, 0) == [[1], [0, 2]]  # equal lengths only
+    # chunks with history: (200, 712) then (100, 612) pads both to 100..711: 2 x 248778 - 233728 - 182528 = 81300
+    spans = [(100, 612), (200, 712), (100, 612)]
+    assert _pad_groups(spans, 1, 1, 81300) == [[0, 1, 2]] and _pad_groups(spans, 1, 1, 81299) == [[1], [0, 2]]
+    assert _pad_groups([(20, 32), (0, 7), (20, 32)], 4, 1, 0) == [[0, 2], [1]]  # equal spans: no padding
     monkeypatch.setattr(tqr.api, "PREFILL_PAD_BYTES", 2 * 44 * 10)  # two 44-token padded chunks of 10-byte tokens
+    groups = partial(first, pad=900)
     assert groups([5, 40, 44, 40], 1, 10) == [[1, 2], [0, 3]]  # the second 40 opens a group, 5 joins it
     assert groups([44, 44, 44, 40], 1, 10) == [[0, 1], [2, 3]]  # equal lengths too: a gather must stay bounded
+
+
+@pytest.mark.parametrize("sinks,window", [(False, None), (True, 8)])
+def test_prefill_chunks_of_different_histories_run_together(monkeypatch, sinks, window):
+    """Longer continuation chunks of different histories and lengths (one dequant call) attend in one SDPA call, their
+    queries gathered into the group's span of positions (bottom-right causal: a real row sees its own sequence's keys
+    up to its position); each equals its sequence prefilled alone to one bf16 ulp of max |out| (a differently batched
+    SDPA call's rounding), with sinks and a window too; with the CPU's bound (equal spans only) one call each."""
+    kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=2, num_q_heads=4, head_dim=64, device="cpu",
+                  backend="reference")
+    ctxs, news = [20, 24, 18, 30], [12, 10, 14, 9]
+    cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, ctxs, news, seed=8)
+    s = torch.randn(4, generator=torch.Generator().manual_seed(3)) if sinks else None
+    want = []
+    for i, n in enumerate(news):
+        a = int(qsl[i])
+        want.append(kv.prefill(q[a:a + n], k[a:a + n], v[a:a + n], cache.clone(), slots[a:a + n], bt[i:i + 1],
+                               lens[i:i + 1], torch.tensor([0, n], dtype=torch.int32), sinks=s, sliding_window=window))
+    calls = []
+    sdpa = tqr.api._attention_batch
+    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(tuple(q_.shape[:2])) or sdpa(q_, *a))
+    for pad, expect in [(1 << 25, [(4, 39 - 18)]), (0, [(1, 9), (1, 10), (1, 12), (1, 14)])]:
+        monkeypatch.setattr(tqr.api, "PREFILL_PAD_SCORES_CPU", pad)
+        calls.clear()
+        out = kv.prefill(q, k, v, cache.clone(), slots, bt, lens, qsl, sinks=s, sliding_window=window)
+        assert sorted(calls) == expect  # positions 18..38 for the 4 chunks together
+        for i, n in enumerate(news):
+            a = int(qsl[i])
+            assert float((out[a:a + n].float() - want[i].float()).abs().max()) <= \
+                2.0 ** -7 * float(want[i].abs().max()), (pad, i)
 
 

@@ -94,26 +94,31 @@ def test_prefill_batch_on_gpu(preset, layout, backend):
     assert torch.equal(cache, single)  # one call at a time stored the same slots
 
 
-def test_first_chunks_of_different_lengths_on_gpu(monkeypatch):
+def test_padded_prefill_groups_on_gpu(monkeypatch):
     """New prompts of different lengths attend their raw K/V in one padded flash SDPA call (is_causal: a padded key
-    sits after every real query of its sequence) and equal each prompt prefilled alone within one bf16 ulp of max
-    |out| (2^-7 of it: one rounding of a differently batched kernel); a prompt past the padding bound gets its own
-    call."""
+    sits after every real query of its sequence), longer chunks of different histories their dequantised cache in one
+    bottom-right causal call over the group's span of positions, and each equals its sequence prefilled alone within
+    one bf16 ulp of max |out| (2^-7 of it: one rounding of a differently batched kernel); a prompt past the padding
+    bound gets its own call."""
     kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device="cuda")
-    news = [300, 257, 1, 290, 3000, 64]  # (3000² - 300²) / 2 x 32 heads > PREFILL_PAD_SCORES: apart
-    c = prefill_batch_case(kv.spec, kv.store, 8, 32, [0] * len(news), news, blocks=200, device="cuda", seed=12)
+    # prompts: (3000² - 300²) / 2 x 32 heads > PREFILL_PAD_SCORES: apart; chunks after 2000 / 2100 / 1900 tokens: one
+    # call over positions 1900..2511 (the padding's scores 2.0e7 x 32 heads <= 2^25)
+    ctxs, news = [0, 0, 0, 0, 0, 0, 2000, 2100, 1900], [300, 257, 1, 290, 3000, 64, 512, 400, 512]
+    c = prefill_batch_case(kv.spec, kv.store, 8, 32, ctxs, news, blocks=200, device="cuda", seed=12)
     cache, bt, q, k, v = c["cache"], c["block_table"], c["query"], c["key"], c["value"]
     slots, lens, qsl = c["slot_mapping"], c["seq_lens"], c["query_start_loc"].tolist()
+    single = cache.clone()
     calls = []
     sdpa = tqr.api._attention_batch
     monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(tuple(q_.shape[:2])) or sdpa(q_, *a))
     out = kv.prefill(q, k, v, cache, slots, bt, lens.cpu(), torch.tensor(qsl, dtype=torch.int32))
-    assert sorted(calls) == [(1, 3000), (5, 300)], calls
+    assert sorted(calls) == [(1, 3000), (3, 2512 - 1900), (5, 300)], calls
     for i, n in enumerate(news):
         a, e = qsl[i], qsl[i + 1]
-        one = kv.prefill(q[a:e], k[a:e], v[a:e], cache.clone(), slots[a:e], bt[i:i + 1], lens[i:i + 1],
+        one = kv.prefill(q[a:e], k[a:e], v[a:e], single, slots[a:e], bt[i:i + 1], lens[i:i + 1],
                          torch.tensor([0, n], dtype=torch.int32, device="cuda"))
         assert float((out[a:e].float() - one.float()).abs().max()) <= 2.0 ** -7 * float(one.abs().max()), i
+    assert torch.equal(cache, single)
 
 
 def test_cuda_graph_store_and_decode_replay():

@@ -1,8 +1,9 @@
-"""kv.prefill of new prompts of *different* lengths (no history), 4bit_nc SoA (C++ store), check=False, lengths as host
-tensors, Hq 32 / Hk 8 / D 128, bf16: one SDPA call a run of equal chunks (PREFILL_PAD_SCORES = 0, session 33's rule)
-against the padded groups of session 34 (the default PREFILL_PAD_SCORES), in one process, two rounds; x SDPA = one
-bf16 causal SDPA call over the batch padded to its longest prompt [B, Hq, nmax, D] (what the attention alone costs
-with no grouping to do). Lengths: B prompts uniform in [n/2, n] (seeded). Prints a markdown table.
+"""kv.prefill of chunks of *different* lengths or histories, 4bit_nc SoA (C++ store, dequant), check=False, lengths as
+host tensors, Hq 32 / Hk 8 / D 128, bf16: one SDPA call a run of equal chunks (PREFILL_PAD_SCORES = 0, session 33's
+rule) against the padded groups of session 34 (the default PREFILL_PAD_SCORES), in one process, two rounds.
+Table 1, new prompts (no history): B prompts of n/2..n tokens (seeded); x SDPA = one bf16 causal SDPA call over the
+batch padded to its longest prompt [B, Hq, nmax, D] (the attention alone, no grouping to do). Table 2, continuation
+chunks of 512 tokens after histories of L/2..L tokens (stored first; the dequant + SDPA path). Prints markdown.
     PYTHONPATH=<tree>:/tmp/pp python bench/dbg/mixed_fresh_prefill.py"""
 import time
 
@@ -31,9 +32,8 @@ def timed(f, reps=20):
     return (time.perf_counter() - t0) / reps * 1e6
 
 
-def n_calls(pad, news):
-    hq, tb = 32, (32 + 16) * 128 * 2
-    return len(api._first_chunk_groups(news, hq, tb, pad))
+def n_calls(pad, spans, token_bytes):
+    return len(api._pad_groups(spans, 32, token_bytes, pad))
 
 
 for rnd in (1, 2):
@@ -55,8 +55,8 @@ for rnd in (1, 2):
             res = []
             for pad in (0, default):
                 api.PREFILL_PAD_SCORES = pad
-                res.append((n_calls(pad, news), timed(lambda: kv.prefill(q, k, k, cache, slots, bt, sl, qsl,
-                                                                          check=False))))
+                res.append((n_calls(pad, [(0, m) for m in news], 48 * 256),
+                            timed(lambda: kv.prefill(q, k, k, cache, slots, bt, sl, qsl, check=False))))
             api.PREFILL_PAD_SCORES = default
             top = max(news)
             qq = torch.randn(b, 32, top, 128, device=dev, dtype=torch.bfloat16)
@@ -65,3 +65,35 @@ for rnd in (1, 2):
             (c0, u0), (c1, u1) = res
             print(f"| {rnd} | {b} | {min(news)}-{top} | {c0} | {u0:.1f} | {c1} | {u1:.1f} | {u1 / u0:.2f} | {sd:.1f} | "
                   f"{sd / u1:.2f} |", flush=True)
+
+print()
+print("| round | B | histories | calls (equal runs) | us | calls (padded) | us | padded / equal runs |")
+print("|---|---|---|---|---|---|---|---|")
+n = 512
+for rnd in (1, 2):
+    for b in (8, 32):
+        for L in (2048, 8192):
+            g = torch.Generator().manual_seed(b * L + 1)
+            ctxs = torch.randint(L // 2, L + 1, (b,), generator=g).tolist()
+            bs = kv.spec.block_size
+            pages = -(-(L + n) // bs)
+            cache = kv.allocate(b * pages)
+            bt = torch.arange(b * pages, dtype=torch.int32, device=dev).view(b, pages)
+            for i, c in enumerate(ctxs):  # the histories, stored
+                h = torch.randn(c, 8, 128, device=dev, dtype=torch.bfloat16)
+                kv.store(h, h, cache, (bt[i].repeat_interleave(bs)[:c] * bs + torch.arange(c, device=dev) % bs).int())
+            slots = torch.cat([bt[i].repeat_interleave(bs)[c:c + n] * bs + torch.arange(c, c + n, device=dev) % bs
+                               for i, c in enumerate(ctxs)]).int()
+            q = torch.randn(b * n, 32, 128, device=dev, dtype=torch.bfloat16)
+            k = torch.randn(b * n, 8, 128, device=dev, dtype=torch.bfloat16)
+            sl = torch.tensor([c + n for c in ctxs], dtype=torch.int32)
+            qsl = torch.arange(0, b * n + 1, n, dtype=torch.int32)
+            res = []
+            for pad in (0, default):
+                api.PREFILL_PAD_SCORES = pad
+                res.append((n_calls(pad, [(c, c + n) for c in ctxs], 32 * 256),
+                            timed(lambda: kv.prefill(q, k, k, cache, slots, bt, sl, qsl, check=False), reps=10)))
+            api.PREFILL_PAD_SCORES = default
+            (c0, u0), (c1, u1) = res
+            print(f"| {rnd} | {b} | {min(ctxs)}-{max(ctxs)} | {c0} | {u0:.1f} | {c1} | {u1:.1f} | {u1 / u0:.2f} |",
+                  flush=True)

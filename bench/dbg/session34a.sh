@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 34's change, to run in the next session with a device (session 34 was lent none): new prompts of different
-# lengths in one padded SDPA call (tqgen_runtime.api.attend_first_chunks).
-#  1. the GPU tests it touches: tests/test_runtime_gpu.py (test_first_chunks_of_different_lengths_on_gpu, the varlen
+# lengths or histories in one padded SDPA call (tqgen_runtime.api._pad_groups, _attend_groups).
+#  1. the GPU tests it touches: tests/test_runtime_gpu.py (test_padded_prefill_groups_on_gpu, the varlen
 #     batches), tests/test_hf_steps.py's GPU case (a tiny gpt-oss's sliding windows and sinks through the C++ kernels),
 #     tests/test_h200_hf.py;
 #  2. bench/dbg/mixed_fresh_prefill.py: one call a run of equal prompts (PREFILL_PAD_SCORES = 0) against the padded
