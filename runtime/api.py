@@ -43,9 +43,9 @@ ATTN_BLOCK_BYTES = int(os.environ.get("TQGEN_ATTN_BLOCK_BYTES", str(1 << 28)))
 #: Prefill chunks of different lengths (or histories) share one causal SDPA call, their queries padded to the group's
 #: span of positions (``_pad_groups``): a chunk joins when the scores its padding adds (query-key pairs x query heads;
 #: a first chunk of n tokens in a group of longest nmax: (nmax² - n²) / 2 x heads) are at most this many, about one
-#: call's fixed cost: 57 us of host time an SDPA call (session
-#: 32, bench/results/h200-2026-12-04-fresh-prefill.md, run 6) at the 7.3e11 causal scores/s of a batched call there
-#: (B=32 n=512, Hq 32, D 128): 4.2e7 scores. An estimate from those two measurements, not a sweep.
+#: call's fixed cost: 57 us of host time an SDPA call (session 32, bench/results/h200-2026-12-04-fresh-prefill.md,
+#: run 6) at the 7.3e11 causal scores/s of a batched call there (B=32 n=512, Hq 32, D 128): 4.2e7 scores. An estimate
+#: from those two measurements, not a sweep.
 PREFILL_PAD_SCORES = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES", str(1 << 25)))
 #: The same for CPU tensors: 0, equal lengths only (measured on a 2-core x86 CPU: 8 prompts of 260-310 tokens, Hq 32,
 #: D 128, in one padded call 51 ms against 26 ms a call each: the gathers took 13 ms and SDPA's CPU kernel is no
@@ -373,8 +373,8 @@ def _attend_groups(query, chunks, groups, out, scale: float, sinks, window, kv) 
     ``groups``: lists of indices into ``chunks`` in query order. A run of equal chunks next to each other in the query
     and in ``out`` as views; any other group's queries gathered into its span of positions lo..hi-1 (least history,
     largest end), attended bottom-right causal, its real rows scattered back: a real row sees keys up to its own
-    position, all of its own sequence's (a padded row sees others, or fewer, and is dropped), so the real rows are
-    exact. ``kv(g, lo, hi, src)``: group g's keys and values [m, Hk, hi, D] (``src``: the padded rows' tokens on the
+    position, all of its own sequence's, so the real rows are exact (a padded row repeats a query of its chunk and is
+    dropped). ``kv(g, lo, hi, src)``: group g's keys and values [m, Hk, hi, D] (``src``: the padded rows' tokens on the
     device, None for a run of views: tokens a .. a + m·n). The gathered groups' indices go to the device in one
     transfer."""
     plain, gathered, flat = [], [], []  # gathered: (group, lo, hi, offset of its src / sel / dst in flat, real rows)
