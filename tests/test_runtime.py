@@ -394,6 +394,38 @@ def test_pad_groups(monkeypatch):
     assert groups([44, 44, 44, 40], 1, 10) == [[0, 1], [2, 3]]  # equal lengths too: a gather must stay bounded
 
 
+@pytest.mark.parametrize("sinks,window", [(False, None), (True, None), (False, 5), (True, 5)])
+def test_padded_groups_equal_one_call_a_chunk(sinks, window):
+    """_attend_groups on random chunks (seeded; histories 0-40, 1-25 new tokens, some equal and next to each other),
+    all in padded groups vs one call a chunk, in float32: the same sums over the same keys, so equal within float32
+    rounding of the softmax and the P·V sums (1e-5 of max |out|; measured 3-5e-8); rows of out no chunk owns
+    stay untouched."""
+    from tqgen_runtime.api import _attend_groups, _pad_groups
+
+    g = torch.Generator().manual_seed(11)
+    hq, hk, d = 4, 2, 16
+    spans = [(0, 7), (12, 25), (12, 25), (30, 31), (0, 25), (40, 43), (3, 19), (12, 25)]
+    chunks, a = [], 0
+    for c, e in spans:
+        chunks.append((a, e - c, c, a + 2))  # out rows shifted by 2: rows 0-1 belong to no chunk
+        a += e - c
+    q = torch.randn(a, hq, d, generator=g)
+    top = max(e for _, e in spans)
+    kk, vv = torch.randn(len(spans), hk, top, d, generator=g), torch.randn(len(spans), hk, top, d, generator=g)
+    sk = torch.randn(hq, generator=g) if sinks else None
+
+    def run(groups):
+        out = torch.full((a + 2, hq, d), 7.0)
+        _attend_groups(q, chunks, groups, out, 0.25, sk, window,
+                       lambda gi, lo, hi, src: (kk[groups[gi]][:, :, :hi], vv[groups[gi]][:, :, :hi]))
+        return out
+    together = _pad_groups(spans, hq, 1, 1 << 40)
+    assert together == [list(range(len(spans)))]
+    one, each = run(together), run([[i] for i in range(len(spans))])
+    assert (one[:2] == 7.0).all() and (each[:2] == 7.0).all()
+    assert torch.allclose(one, each, rtol=0, atol=1e-5 * float(each.abs().max())), (one - each).abs().max()
+
+
 @pytest.mark.parametrize("sinks,window", [(False, None), (True, 8)])
 def test_prefill_chunks_of_different_histories_run_together(monkeypatch, sinks, window):
     """Longer continuation chunks of different histories and lengths (one dequant call) attend in one SDPA call, their
