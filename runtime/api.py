@@ -375,9 +375,9 @@ def _attend_groups(query, chunks, groups, out, scale: float, sinks, window, kv) 
     largest end), attended bottom-right causal, its real rows scattered back: a real row sees keys up to its own
     position, all of its own sequence's, so the real rows are exact (a padded row repeats a query of its chunk and is
     dropped). ``kv(g, lo, hi, src)``: group g's keys and values [m, Hk, hi, D] (``src``: the padded rows' tokens on the
-    device, None for a run of views: tokens a .. a + m·n). The gathered groups' indices go to the device in one
+    device, None for a run of views: tokens a .. a + m·n). The gathered groups' row indices go to the device in one
     transfer."""
-    plain, gathered, flat = [], [], []  # gathered: (group, lo, hi, offset of its src / sel / dst in flat, real rows)
+    plain, gathered, meta = [], [], []  # gathered: (group, lo, hi, offset of its chunks in meta, real rows)
     for gi, g in enumerate(groups):
         cs = [chunks[i] for i in g]
         a, n, c, w = cs[0]
@@ -385,24 +385,34 @@ def _attend_groups(query, chunks, groups, out, scale: float, sinks, window, kv) 
                                                      for j in range(len(cs) - 1)):
             plain.append((gi, a, n, c, w, len(cs)))
             continue
-        lo, hi = min(x[2] for x in cs), max(x[1] + x[2] for x in cs)
-        o = len(flat)
-        # src: each padded row's token (a row outside its chunk takes the chunk's nearest one); sel: the real rows of
-        # the padded output; dst: their rows in out
-        flat += [a + min(max(p - c, 0), n - 1) for a, n, c, _ in cs for p in range(lo, hi)]
-        flat += [j * (hi - lo) + c - lo + i for j, (_, n, c, _) in enumerate(cs) for i in range(n)]
-        flat += [w + i for _, n, _, w in cs for i in range(n)]
-        gathered.append((gi, lo, hi, o, sum(x[1] for x in cs)))
+        gathered.append((gi, min(x[2] for x in cs), max(x[1] + x[2] for x in cs), len(meta), sum(x[1] for x in cs)))
+        meta += [v for x in cs for v in x]
     for gi, a, n, c, w, m in plain:
         kk, vv = kv(gi, c, c + n, None)
         o = _attention_batch(query[a:a + n * m].unflatten(0, (m, n)), kk, vv, c, scale, sinks, window)
         out[w:w + n * m] = o.flatten(0, 1)
     if not gathered:
         return
-    idx = torch.tensor(flat, dtype=torch.int64).to(query.device, non_blocking=True)
+    # the row indices of every gathered group, computed on the host a tensor op at a time (not a Python loop a
+    # token), go to the device in one transfer
+    meta_h = torch.tensor(meta, dtype=torch.int64).view(-1, 4)
+    parts = []
     for gi, lo, hi, o, real in gathered:
         m, rows = len(groups[gi]), hi - lo
-        src, sel, dst = idx[o:o + m * rows], idx[o + m * rows:][:real], idx[o + m * rows + real:][:real]
+        a, n, c, w = meta_h[o // 4:o // 4 + m].unbind(1)
+        p = torch.arange(lo, hi)
+        # each padded row's token (a row outside its chunk takes the chunk's nearest one)
+        parts.append((a[:, None] + torch.minimum((p[None, :] - c[:, None]).clamp(min=0), (n - 1)[:, None])).flatten())
+        # the real rows: chunk j's i-th new token, at row j·rows + c_j - lo + i of the padded output, row w_j + i of out
+        j = torch.repeat_interleave(torch.arange(m), n, output_size=real)
+        i = torch.arange(real) - (torch.cumsum(n, 0) - n)[j]
+        parts += [j * rows + (c - lo)[j] + i, w[j] + i]
+    idx = torch.cat(parts).to(query.device, non_blocking=True)
+    at = 0
+    for gi, lo, hi, _, real in gathered:
+        m, rows = len(groups[gi]), hi - lo
+        src, sel, dst = idx[at:at + m * rows], idx[at + m * rows:][:real], idx[at + m * rows + real:][:real]
+        at += m * rows + 2 * real
         kk, vv = kv(gi, lo, hi, src)
         res = _attention_batch(query.index_select(0, src).unflatten(0, (m, rows)), kk, vv, lo, scale, sinks, window)
         out.index_copy_(0, dst, res.flatten(0, 1).index_select(0, sel).to(out.dtype))
