@@ -1,6 +1,7 @@
 """kv.prefill of chunks of *different* lengths or histories, 4bit_nc SoA (C++ store, dequant), check=False, lengths as
-host tensors, Hq 32 / Hk 8 / D 128, bf16: one SDPA call a run of equal chunks (PREFILL_PAD_SCORES = 0, session 33's
-rule) against the padded groups of session 34 (the default PREFILL_PAD_SCORES), in one process, two rounds.
+host tensors, Hq 32 / Hk 8 / D 128, bf16: equal chunks only (PREFILL_PAD_SCORES = 0: one call a chunk for distinct
+lengths, as before session 34) against the padded groups of session 34 (the default PREFILL_PAD_SCORES), in one
+process, two rounds.
 Table 1, new prompts (no history): B prompts of n/2..n tokens (seeded); x SDPA = one bf16 causal SDPA call over the
 batch padded to its longest prompt [B, Hq, nmax, D] (the attention alone, no grouping to do). Table 2, continuation
 chunks of 512 tokens after histories of L/2..L tokens (stored first; the dequant + SDPA path). Prints markdown.
