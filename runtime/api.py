@@ -314,7 +314,7 @@ class TurboQuantKV:
         deq = self._impl["dequant"]
         hq, hk, d = query.shape[1], cache.shape[2], self.spec.head_dim
         per_token = 2 * hk * d * query.element_size()
-        pad = PREFILL_PAD_SCORES_CPU if query.device.type == "cpu" else PREFILL_PAD_SCORES
+        pad = _pad_scores(query.device)
         j = 0
         while j < len(seqs):
             e, top = j + 1, seqs[j][2] + seqs[j][3]  # the group seqs[j:e], its longest sequence
@@ -322,21 +322,26 @@ class TurboQuantKV:
                 top = max(top, seqs[e][2] + seqs[e][3])
                 e += 1
             group = seqs[j:e]
-            parts = _pad_groups([(c, c + n) for _, _, n, c in group], hq, hq * d * query.element_size(), pad)
-            order = [group[i] for g in parts for i in g]  # each part a slice of the dequant's output
+            order, parts = [], []  # the sequences in the dequant's order: each group a slice of its output
+            for g in _pad_groups([(c, c + n) for _, _, n, c in group], hq, hq * d * query.element_size(), pad):
+                parts.append(range(len(order), len(order) + len(g)))
+                order += [group[i] for i in g]
             pick = torch.tensor([s[0] for s in order], dtype=torch.int64).to(block_table.device, non_blocking=True)
             k, v = deq.dequant(cache, block_table.index_select(0, pick), seq_lens.to(cache.device).index_select(0, pick),
                                top, query.dtype, check=False)  # [G, Hk, top, D]
-            first = [0]
-            for g in parts:
-                first.append(first[-1] + len(g))
-            _attend_groups(query, [(a, n, c, a) for _, a, n, c in order],
-                           [list(range(first[i], first[i + 1])) for i in range(len(parts))], out, scale, sinks, window,
-                           lambda g, lo, hi, src: (k[first[g]:first[g + 1], :, :hi], v[first[g]:first[g + 1], :, :hi]))
+            _attend_groups(query, [(a, n, c, a) for _, a, n, c in order], parts, out, scale, sinks, window,
+                           lambda g, lo, hi, src: (k[parts[g].start:parts[g].stop, :, :hi],
+                                                   v[parts[g].start:parts[g].stop, :, :hi]))
             j = e
 
     def __repr__(self) -> str:
         return f"TurboQuantKV({self.spec.token} on {self.target}, variants={self.variants})"
+
+
+def _pad_scores(device: torch.device) -> int:
+    """The padding bound of ``_pad_groups`` for tensors on ``device``: PREFILL_PAD_SCORES, on the CPU
+    PREFILL_PAD_SCORES_CPU."""
+    return PREFILL_PAD_SCORES_CPU if device.type == "cpu" else PREFILL_PAD_SCORES
 
 
 def _pad_groups(spans: list[tuple[int, int]], hq: int, token_bytes: int, pad_scores: int) -> list[list[int]]:
@@ -370,7 +375,7 @@ def _pad_groups(spans: list[tuple[int, int]], hq: int, token_bytes: int, pad_sco
 
 def _attend_groups(query, chunks, groups, out, scale: float, sinks, window, kv) -> None:
     """One SDPA call a group of ``chunks`` — (first token in query, new tokens, history, first row of ``out``) each;
-    ``groups``: lists of indices into ``chunks`` in query order. A run of equal chunks next to each other in the query
+    ``groups``: sequences of indices into ``chunks``, each in query order. A run of equal chunks next to each other in the query
     and in ``out`` as views; any other group's queries gathered into its span of positions lo..hi-1 (least history,
     largest end), attended bottom-right causal, its real rows scattered back: a real row sees keys up to its own
     position, all of its own sequence's, so the real rows are exact (a padded row repeats a query of its chunk and is
@@ -428,9 +433,8 @@ def attend_first_chunks(query, key, value, chunks, out, scale: float, sinks, win
     if not chunks:
         return
     hq, d = query.shape[1], query.shape[2]
-    pad = PREFILL_PAD_SCORES_CPU if query.device.type == "cpu" else PREFILL_PAD_SCORES
     groups = _pad_groups([(0, n) for _, n, _, _ in chunks], hq, (hq + 2 * key.shape[1]) * d * query.element_size(),
-                         pad)
+                         _pad_scores(query.device))
 
     def kv(g, lo, hi, src):
         if src is None:  # a run of views

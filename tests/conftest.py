@@ -22,3 +22,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def sdpa_calls(monkeypatch):
+    """The runtime's SDPA calls, recorded: (batch, query rows) of each ``tqgen_runtime.api._attention_batch`` call."""
+    import tqgen_runtime.api as api
+    calls: list[tuple[int, int]] = []
+    sdpa = api._attention_batch
+    monkeypatch.setattr(api, "_attention_batch", lambda q, *a: calls.append(tuple(q.shape[:2])) or sdpa(q, *a))
+    return calls

@@ -86,7 +86,7 @@ def test_one_plan_a_forward_one_call_a_layer(monkeypatch):
             assert (a[0] - b[r]).abs().max() < 1e-9, r
 
 
-def test_first_chunks_of_different_lengths_in_one_call(monkeypatch):
+def test_first_chunks_of_different_lengths_in_one_call(sdpa_calls, monkeypatch):
     """A prompt batch's rows of different real lengths (left padding) attend their raw K/V in one call a layer (right-
     padded to the longest, tqgen_runtime.api.attend_first_chunks) where each row took its own call: the logits equal
     the one-call-a-row forward's within one bf16 step of their size (2^-8 of max |logit|: the padded call rounds the
@@ -100,10 +100,7 @@ def test_first_chunks_of_different_lengths_in_one_call(monkeypatch):
     mask = torch.ones_like(ids)
     mask[1, :5] = 0  # real lengths 19, 14, 12
     mask[2, :7] = 0
-    calls, outs, pools = [], [], []
-    attn = tqgen_runtime.api._attention_batch
-    monkeypatch.setattr(tqgen_runtime.api, "_attention_batch", lambda q, *a: calls.append(tuple(q.shape[:2])) or
-                        attn(q, *a))
+    calls, outs, pools = sdpa_calls, [], []
     for pad in (0, tqgen_runtime.api.PREFILL_PAD_SCORES):  # one call a row (the CPU's default), the GPU's rule
         monkeypatch.setattr(tqgen_runtime.api, "PREFILL_PAD_SCORES_CPU", pad)
         cache = TurboQuantCache(model, preset="4bit_nc", layout="soa", skip_layers=[], backend="reference")

@@ -239,7 +239,7 @@ def _varlen_prefill_case(spec, hk, hq, ctxs, news, seed):
 
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])
-def test_prefill_batch_equals_one_sequence_at_a_time(backend, monkeypatch):
+def test_prefill_batch_equals_one_sequence_at_a_time(sdpa_calls, backend, monkeypatch):
     """A varlen batch mixing every path (a first chunk, short chunks through one decode call, longer ones through
     the grouped dequant + SDPA; equal history and chunk length share an SDPA call, gathered where a first chunk lies
     between two such sequences) equals the same sequences prefilled one call each, and the short chunks
@@ -254,9 +254,7 @@ def test_prefill_batch_equals_one_sequence_at_a_time(backend, monkeypatch):
     # two sequences' K/V (32 tokens, 2 heads, D 64, K and V in bf16) a dequant call at most: the four longer chunks
     # take two calls, [1, 3] (a first chunk between them: one SDPA call, its queries gathered) and [4, 5] (views)
     monkeypatch.setattr(tqr.api, "PREFILL_DEQUANT_BYTES", 2 * 32 * 2 * 2 * 64 * 2)
-    calls = []
-    sdpa = tqr.api._attention_batch
-    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(q_.shape[:2]) or sdpa(q_, *a))
+    calls = sdpa_calls
     out = kv.prefill(q, k, v, cache, slots, bt, lens, qsl)
     assert calls == [(1, 7), (2, 12), (2, 12)]  # the first chunk, then the equal chunks of each dequant call
     want = torch.zeros_like(out)
@@ -335,7 +333,7 @@ def test_attention_by_query_blocks_equals_one_block(monkeypatch, sinks, window):
 
 
 @pytest.mark.parametrize("sinks,window", [(False, None), (True, 6)])
-def test_prefill_first_chunks_run_together(monkeypatch, sinks, window):
+def test_prefill_first_chunks_run_together(sdpa_calls, monkeypatch, sinks, window):
     """First chunks (no history) attend their raw K/V together: chunks of similar lengths right-padded to the longest
     in one SDPA call (a padded key sits after every real query of its sequence: causal attention never sees it), a
     run of equal chunks next to each other as views. Each chunk equals that sequence prefilled alone to one bf16 ulp
@@ -345,9 +343,7 @@ def test_prefill_first_chunks_run_together(monkeypatch, sinks, window):
     news = [9, 9, 9, 5, 0, 9, 1, 9]
     cache, bt, q, k, v, slots, lens, qsl = _varlen_prefill_case(kv.spec, 2, 4, [0] * 8, news, seed=6)
     s = torch.randn(4, generator=torch.Generator().manual_seed(2)) if sinks else None
-    calls = []
-    sdpa = tqr.api._attention_batch
-    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(tuple(q_.shape[:2])) or sdpa(q_, *a))
+    calls = sdpa_calls
 
     def alone(i, n):
         a = int(qsl[i])
@@ -427,7 +423,7 @@ def test_padded_groups_equal_one_call_a_chunk(sinks, window):
 
 
 @pytest.mark.parametrize("sinks,window", [(False, None), (True, 8)])
-def test_prefill_chunks_of_different_histories_run_together(monkeypatch, sinks, window):
+def test_prefill_chunks_of_different_histories_run_together(sdpa_calls, monkeypatch, sinks, window):
     """Longer continuation chunks of different histories and lengths (one dequant call) attend in one SDPA call, their
     queries gathered into the group's span of positions (bottom-right causal: a real row sees its own sequence's keys
     up to its position); each equals its sequence prefilled alone to one bf16 ulp of max |out| (a differently batched
@@ -442,9 +438,7 @@ def test_prefill_chunks_of_different_histories_run_together(monkeypatch, sinks, 
         a = int(qsl[i])
         want.append(kv.prefill(q[a:a + n], k[a:a + n], v[a:a + n], cache.clone(), slots[a:a + n], bt[i:i + 1],
                                lens[i:i + 1], torch.tensor([0, n], dtype=torch.int32), sinks=s, sliding_window=window))
-    calls = []
-    sdpa = tqr.api._attention_batch
-    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(tuple(q_.shape[:2])) or sdpa(q_, *a))
+    calls = sdpa_calls
     for pad, expect in [(1 << 25, [(4, 39 - 18)]), (0, [(1, 9), (1, 10), (1, 12), (1, 14)])]:
         monkeypatch.setattr(tqr.api, "PREFILL_PAD_SCORES_CPU", pad)
         calls.clear()

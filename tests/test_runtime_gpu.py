@@ -94,7 +94,7 @@ def test_prefill_batch_on_gpu(preset, layout, backend):
     assert torch.equal(cache, single)  # one call at a time stored the same slots
 
 
-def test_padded_prefill_groups_on_gpu(monkeypatch):
+def test_padded_prefill_groups_on_gpu(sdpa_calls):
     """New prompts of different lengths attend their raw K/V in one padded flash SDPA call (is_causal: a padded key
     sits after every real query of its sequence), longer chunks of different histories their dequantised cache in one
     bottom-right causal call over the group's span of positions, and each equals its sequence prefilled alone within
@@ -108,9 +108,7 @@ def test_padded_prefill_groups_on_gpu(monkeypatch):
     cache, bt, q, k, v = c["cache"], c["block_table"], c["query"], c["key"], c["value"]
     slots, lens, qsl = c["slot_mapping"], c["seq_lens"], c["query_start_loc"].tolist()
     single = cache.clone()
-    calls = []
-    sdpa = tqr.api._attention_batch
-    monkeypatch.setattr(tqr.api, "_attention_batch", lambda q_, *a: calls.append(tuple(q_.shape[:2])) or sdpa(q_, *a))
+    calls = sdpa_calls
     out = kv.prefill(q, k, v, cache, slots, bt, lens.cpu(), torch.tensor(qsl, dtype=torch.int32))
     assert sorted(calls) == [(1, 3000), (3, 2512 - 1900), (5, 300)], calls
     for i, n in enumerate(news):
