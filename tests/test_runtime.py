@@ -369,8 +369,6 @@ def test_pad_groups(monkeypatch):
     """The grouping rule: by end, largest first, a chunk joins while the scores its padding adds (the group padded
     with it, less the group without it and the chunk's own; a query at position p sees p + 1 keys) x heads are at most
     the bound and the padded rows fit PREFILL_PAD_BYTES; query order inside a group."""
-    from functools import partial
-
     from tqgen_runtime.api import _pad_groups
     monkeypatch.setattr(tqr.api, "PREFILL_PAD_BYTES", 1 << 30)
     first = lambda lens, hq, tb, pad=900: _pad_groups([(0, n) for n in lens], hq, tb, pad)  # noqa: E731
@@ -385,9 +383,8 @@ def test_pad_groups(monkeypatch):
     assert _pad_groups(spans, 1, 1, 81300) == [[0, 1, 2]] and _pad_groups(spans, 1, 1, 81299) == [[1], [0, 2]]
     assert _pad_groups([(20, 32), (0, 7), (20, 32)], 4, 1, 0) == [[0, 2], [1]]  # equal spans: no padding
     monkeypatch.setattr(tqr.api, "PREFILL_PAD_BYTES", 2 * 44 * 10)  # two 44-token padded chunks of 10-byte tokens
-    groups = partial(first, pad=900)
-    assert groups([5, 40, 44, 40], 1, 10) == [[1, 2], [0, 3]]  # the second 40 opens a group, 5 joins it
-    assert groups([44, 44, 44, 40], 1, 10) == [[0, 1], [2, 3]]  # equal lengths too: a gather must stay bounded
+    assert first([5, 40, 44, 40], 1, 10) == [[1, 2], [0, 3]]  # the second 40 opens a group, 5 joins it
+    assert first([44, 44, 44, 40], 1, 10) == [[0, 1], [2, 3]]  # equal lengths too: a gather must stay bounded
 
 
 @pytest.mark.parametrize("sinks,window", [(False, None), (True, None), (False, 5), (True, 5)])
