@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from tqgen import reference as ref
+from tqgen.bench import GpuHold, hold_us
 from tqgen.build import preset_spec_for_target
 from tqgen.cuda_launch import load_cuda
 from tqgen.ir import PRESETS, Target
@@ -25,14 +26,20 @@ from tqgen.triton_launch import load_triton
 
 
 def bench(fn, reps=20, warm=3):
-    """Median us of ``fn`` on the GPU: events around each call, queued back to back (no sync between
-    reps, as tqgen bench times), so a kernel longer than its host launch is timed without the launch;
-    a sync after each call would add the host's launch (~10-40 us) to every rep."""
+    """Median us of ``fn`` on the GPU: events around each call, queued back to back (no sync between reps), each
+    call behind a GPU hold longer than the host takes to issue it (tqgen.bench.Timer's ``GpuHold``), so the interval
+    is its GPU work even where the host's launches take longer (before the hold, a call shorter on the GPU than on
+    the host was timed as its host time); a sync after each call would add the host's launch to every rep."""
+    issue = []
     for _ in range(warm):
+        t = time.perf_counter()
         fn()
+        issue.append(time.perf_counter() - t)
     torch.cuda.synchronize()
+    hold, us = GpuHold(torch.device("cuda", torch.cuda.current_device())), hold_us(issue[1:] or issue)
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for a, b in ev:
+        hold(us)
         a.record()
         fn()
         b.record()

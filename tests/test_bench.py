@@ -8,14 +8,15 @@ Expected byte counts are worked out by hand in the comments (DESIGN §2: slot by
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from tqgen import LayoutSpec, derive_layout
 from tqgen.bench import (
-    MAIN, SMOLLM2, Shape, decode_bytes, dequant_bytes, evaluate_targets, pct_of_ceiling, prefill_bytes, store_bytes,
-    suite_shapes,
+    HOLD_MAX_US, HOLD_MIN_US, MAIN, SMOLLM2, GpuHold, Shape, Timer, decode_bytes, dequant_bytes, evaluate_targets,
+    hold_us, pct_of_ceiling, prefill_bytes, store_bytes, suite_shapes,
 )
 from tqgen.cli import main
 
@@ -104,6 +105,43 @@ def test_bytes_moved_match_derive_layout(smoke):
     assert got[("decode", 3, 64, None)]["bytes"] == 68 * 2 * 70 + 3072
     # no SDPA equivalent; the reference backend has no balanced decode: no classic column
     assert all(r["sdpa_us"] is None and "mixed lengths" in r["sdpa_note"] and r["classic_us"] is None for r in mixed)
+
+
+def test_hold_is_twice_the_longest_issue_time_within_bounds():
+    assert hold_us([100e-6, 30e-6]) == pytest.approx(200.0)  # twice the longest, us
+    assert hold_us([]) == HOLD_MIN_US == 20.0 and hold_us([1e-6]) == HOLD_MIN_US
+    assert hold_us([5e-3]) == HOLD_MAX_US == 2000.0  # a call that waits on the GPU (a host read) is capped
+
+
+def _busy(seconds: float) -> None:
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        pass
+
+
+@pytest.mark.gpu
+def test_timer_times_a_host_bound_call_as_its_gpu_work():
+    """A call whose host work (300 us of busy wait before its one small kernel) outlasts its GPU work: without the
+    hold the GPU waits on the host inside every rep's interval (>= the 300 us: the test's premise); behind the hold
+    the interval is the kernel (a 4 KB add: a few us; 50 allows the launch's own latency). A GPU-bound call (a ~1 ms
+    spin) times the same either way (within 10 %: the hold is not in its interval)."""
+    import torch
+    dev = torch.device("cuda", torch.cuda.current_device())
+    x = torch.zeros(1024, device=dev)
+
+    def host_bound():
+        _busy(300e-6)
+        x.add_(1)
+
+    bare, _, _ = Timer(dev, 20, 3, hold=False)([host_bound], flush=False)
+    held, _, _ = Timer(dev, 20, 3)([host_bound], flush=False)
+    assert bare >= 300e-6, f"without the hold: {bare * 1e6:.1f} us (the premise: the GPU waits on the host)"
+    assert held < 50e-6, f"behind the hold: {held * 1e6:.1f} us, the GPU work is a few us"
+    cycles = int(1000 * GpuHold(dev).cycles_per_us())
+    spin = lambda: torch.cuda._sleep(cycles)  # noqa: E731
+    a, _, _ = Timer(dev, 10, 2, hold=False)([spin], flush=False)
+    b, _, _ = Timer(dev, 10, 2)([spin], flush=False)
+    assert 0.8e-3 < a < 1.25e-3 and abs(b / a - 1) < 0.1, (a, b)
 
 
 def test_pct_ceiling_is_bytes_over_time_over_ceiling(smoke):

@@ -18,7 +18,9 @@ For every preset × layout × backend the runtime is loaded with that backend fo
 rows. Inputs are random, stored through the backend's own store kernel into a paged cache with a
 shuffled block table, so decode reads real packed data scattered like a serving engine's cache.
 
-Timing (GPU): warm-up, then per-call CUDA events around the call only; median and min of the reps.
+Timing (GPU): warm-up, then per-call CUDA events around the call only, the call queued behind a spin kernel
+longer than the host takes to issue it (``Timer``: so a short eager call is timed as its GPU work, not as its
+host's launches); median and min of the reps.
 L2 is kept cold per case, and every row says how: ``rotate`` (≥ 2 input sets, each larger than L2,
 used in turn; one set of ≥ 4× L2 when two do not fit in memory) or ``flush`` (a 256 MB buffer is
 zeroed before every rep, outside the timed interval, as triton.testing.do_bench does) when an input
@@ -85,6 +87,9 @@ GUARD_SEQS = 2
 GUARD_TOKENS = 1024
 STORE_GUARD_TOKENS = 64
 MAX_CASE_TIMING_S = 2.0  # the timed loop of one case stops after about this long (reps ≥ 3)
+#: the GPU hold before each timed rep (``Timer``): twice the host's longest time to issue one call of the case,
+#: within these bounds (us)
+HOLD_MIN_US, HOLD_MAX_US = 20.0, 2000.0
 
 #: issue 6: decode speed-up over bf16 SDPA per preset at B=32 L=32K and B=128 L=8K
 TARGET_SPEEDUP = {"k8v4": 2.0, "4bit_nc": 2.5, "k3v4_nc": 2.8, "3bit_nc": 3.0}
@@ -277,14 +282,58 @@ def _sync(dev) -> None:
         torch.cuda.synchronize(dev)
 
 
-class Timer:
-    """Median / min per-call time of a list of equivalent calls (one per input set, used in turn)."""
+def hold_us(issue_s: list[float]) -> float:
+    """The GPU hold before a timed rep (``Timer``): twice the host's longest time to issue one call (seconds, measured
+    without a sync), within ``HOLD_MIN_US`` .. ``HOLD_MAX_US``."""
+    return min(HOLD_MAX_US, max(HOLD_MIN_US, 2e6 * max(issue_s, default=0.0)))
 
-    def __init__(self, dev, reps: int, warmup: int):
+
+class GpuHold:
+    """A spin kernel (``torch.cuda._sleep``) that keeps the GPU busy for about ``us`` microseconds while the host
+    issues what comes after it; its clock cycles a microsecond calibrated once a device by CUDA events."""
+
+    _cycles_per_us: dict = {}
+
+    def __init__(self, dev):
+        self.dev = dev
+
+    def cycles_per_us(self) -> float:
+        import torch
+        key = self.dev.index if self.dev.index is not None else torch.cuda.current_device()
+        if key not in self._cycles_per_us:
+            n = 1 << 20
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1000)  # the spin kernel loaded
+            a.record()
+            torch.cuda._sleep(n)
+            b.record()
+            b.synchronize()
+            self._cycles_per_us[key] = n / max(a.elapsed_time(b) * 1e3, 1e-3)
+        return self._cycles_per_us[key]
+
+    def __call__(self, us: float) -> None:
+        import torch
+        torch.cuda._sleep(max(1, int(us * self.cycles_per_us())))
+
+
+class Timer:
+    """Median / min per-call time of a list of equivalent calls (one per input set, used in turn).
+
+    On a GPU each rep is CUDA events around the call, queued behind a hold (``GpuHold``, ``hold_us``): a spin kernel
+    longer than the host takes to issue the call, so that the call's launches are all queued when its start event
+    runs and the interval is its GPU work. Without it a call shorter on the GPU than on the host (eager launches:
+    ~55 us a decode call on the H200's host) was timed as its host time: the GPU waited between reps (in
+    h200-2026-12-02-full-cuda-decode.md every rotated row of less work sat at 54-60 us, at head_dim 64 the store's
+    64K-token rows at 64-71 us rotated and 30-40 us flushed, the flush's 256 MB zeroing having hidden the host).
+    ``hold=False``: no hold (the test that shows the difference)."""
+
+    def __init__(self, dev, reps: int, warmup: int, hold: bool = True):
         import torch
         self.dev, self.reps, self.warmup = dev, reps, warmup
         self.cuda = dev.type == "cuda"
         self.flush_buf = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=dev) if self.cuda else None
+        self.hold = GpuHold(dev) if self.cuda and hold else None
+        self.last_hold_us = 0.0  # the last case's hold (us)
 
     def __call__(self, fns: list[Callable[[], Any]], *, flush: bool) -> tuple[float, float, int]:
         import torch
@@ -294,18 +343,24 @@ class Timer:
         ts: list[float] = []
         if self.cuda:
             _sync(self.dev)
+            issue = []
             t0 = time.perf_counter()
-            for i in range(n):  # one call per set: a time estimate that bounds the reps
+            for i in range(n):  # one call per set: a time estimate that bounds the reps, and the host's issue time
                 if flush:
                     self.flush_buf.zero_()
+                t = time.perf_counter()
                 fns[i]()
+                issue.append(time.perf_counter() - t)
             _sync(self.dev)
             est = (time.perf_counter() - t0) / n
             reps = max(3, min(self.reps, int(MAX_CASE_TIMING_S / max(est, 1e-7))))
+            self.last_hold_us = hold_us(issue) if self.hold else 0.0
             ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
             for r in range(reps):
                 if flush:
                     self.flush_buf.zero_()
+                if self.hold:
+                    self.hold(self.last_hold_us)
                 ev[r][0].record()
                 fns[r % n]()
                 ev[r][1].record()
@@ -343,6 +398,7 @@ class Options:
     command: str
     cuda_graph: bool = False
     l2_floor: bool = False
+    gpu_hold: bool = True
 
 
 class Bench:
@@ -360,7 +416,7 @@ class Bench:
         free = _free_bytes(self.dev)
         self.max_mem = int(o.max_memory_gib * 2**30) if o.max_memory_gib else int(0.8 * free)
         self.timer = Timer(self.dev, o.reps or (20 if self.cuda else 2), o.warmup if o.warmup is not None
-                           else (5 if self.cuda else 0))
+                           else (5 if self.cuda else 0), hold=o.gpu_hold)
         self.sets = o.sets or (2 if self.cuda else 1)
         self.max_mem -= FLUSH_BYTES if self.cuda else 0
         props = torch.cuda.get_device_properties(self.dev) if self.cuda else None
@@ -412,8 +468,12 @@ class Bench:
                      total_memory_GiB=props.total_memory / 2**30, capability=f"{props.major}.{props.minor}")
         reps = self.timer.reps
         if self.cuda:
-            m["timing"] = (f"CUDA events around each call; {self.timer.warmup} warm-up calls, then up to {reps} reps "
-                           f"(at least 3, about {MAX_CASE_TIMING_S:.0f} s per case at most); median and min")
+            held = (f"queued behind a GPU hold (a spin kernel of twice the host's time to issue one call, "
+                    f"{HOLD_MIN_US:.0f}-{HOLD_MAX_US:.0f} us: the interval is the call's GPU work, not the host's launches)"
+                    if self.timer.hold else "without a GPU hold (--no-gpu-hold: a call shorter on the GPU than on the "
+                    "host is timed as its host's launches)")
+            m["timing"] = (f"CUDA events around each call, {held}; {self.timer.warmup} warm-up calls, then up to {reps} "
+                           f"reps (at least 3, about {MAX_CASE_TIMING_S:.0f} s per case at most); median and min")
             m["l2_policy"] = (f"--l2 {self.o.l2}: 'rotate' = {self.sets} input sets (caches, block tables, queries), "
                               f"each larger than the {self.l2 / 1e6:.0f} MB L2, used in turn; 'flush' = a "
                               f"{FLUSH_BYTES / 1e6:.0f} MB buffer zeroed before every rep (outside the timed "
@@ -1116,7 +1176,8 @@ def _command_line(a: argparse.Namespace) -> str:
     if a.block_size != 16:
         parts += ["--block-size", str(a.block_size)]
     parts += [f for f, on in (("--cuda-graph", a.cuda_graph), ("--l2-floor", getattr(a, "l2_floor", False)),
-                              ("--no-plot", a.no_plot), ("--no-check", a.no_check)) if on]
+                              ("--no-plot", a.no_plot), ("--no-check", a.no_check),
+                              ("--no-gpu-hold", getattr(a, "no_gpu_hold", False))) if on]
     return shlex.join(parts)
 
 
@@ -1137,7 +1198,7 @@ def run(a: argparse.Namespace) -> dict:
                 tag=a.tag, reps=a.reps, warmup=a.warmup, sets=a.sets, l2=a.l2, plot=not a.no_plot,
                 max_memory_gib=a.max_memory_gib, budget_s=a.budget_s, block_size=a.block_size, check=not a.no_check,
                 device=a.device, command=_command_line(a), cuda_graph=a.cuda_graph,
-                l2_floor=getattr(a, "l2_floor", False))
+                l2_floor=getattr(a, "l2_floor", False), gpu_hold=not getattr(a, "no_gpu_hold", False))
     if a.list:
         return _list(o, shapes)
     import torch
@@ -1560,6 +1621,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                    help="decode on equal lengths: also time the same call with its block table folded into a pool "
                         "of blocks that L2 holds (reads hit L2, not HBM): the %% of the copy ceiling the kernel's own "
                         "instructions allow (columns 'L2 floor us', 'floor %% ceiling')")
+    p.add_argument("--no-gpu-hold", action="store_true",
+                   help="time without the GPU hold before each rep (a call shorter on the GPU than on the host is then "
+                        "timed as its host's launches, as runs before session 35 did: for a same-run comparison)")
     p.add_argument("--list", action="store_true", help="print the cases and a rough H200 time estimate; run nothing")
 
 
