@@ -323,8 +323,9 @@ class Timer:
     longer than the host takes to issue the call, so that the call's launches are all queued when its start event
     runs and the interval is its GPU work. Without it a call shorter on the GPU than on the host (eager launches:
     ~55 us a decode call on the H200's host) was timed as its host time: the GPU waited between reps (in
-    h200-2026-12-02-full-cuda-decode.md every rotated row of less work sat at 54-60 us, at head_dim 64 the store's
-    64K-token rows at 64-71 us rotated and 30-40 us flushed, the flush's 256 MB zeroing having hidden the host).
+    h200-2026-12-02-full-cuda-decode.md none of the 378 rotated eager rows is under 54 us, rows of 79-110 MB among
+    them, where the flushed ones go down to 11 us; in -full-store.md the head_dim-64 store's 64K-token rows took 64-71
+    us rotated and 30-40 us flushed, the flush's 256 MB zeroing having hidden the host).
     ``hold=False``: no hold (the test that shows the difference)."""
 
     def __init__(self, dev, reps: int, warmup: int, hold: bool = True):
