@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -142,6 +142,7 @@ class Workspace:
     max_batch: int
     num_splits: int
     buffers: dict | None
+    _views: dict = field(default_factory=dict, repr=False, compare=False)  # batch -> its buffers' views (memoised)
 
     def for_batch(self, b: int) -> dict | None:
         if b > self.max_batch:
@@ -149,7 +150,10 @@ class Workspace:
                              "create kv.workspace(max_batch) large enough")
         if self.buffers is None:
             return None
-        return {k: v[:b] if isinstance(v, torch.Tensor) else v for k, v in self.buffers.items()}
+        views = self._views.get(b)
+        if views is None:  # views of the same buffers: made once a batch size (~4 us of host time a decode call)
+            views = self._views[b] = {k: v[:b] if isinstance(v, torch.Tensor) else v for k, v in self.buffers.items()}
+        return views
 
 
 class TurboQuantKV:

@@ -76,6 +76,37 @@ def test_compiles_without_spills(job, results):
         assert r.spills == 0 and all(not k["dynamic_stack"] for k in r.kernels.values()), r.kernels
 
 
+@pytest.mark.parametrize("job", JOBS, ids=lambda j: f"{j[0]['id']}@{j[1]}")
+def test_launcher_params_match_each_kernels_own(job, results):
+    """The launcher packs each kernel's arguments at ``cuda_launch.PARAMS``' offsets and sizes; the driver copies
+    ``kernelParams[i]`` into parameter i as the compiled kernel lays them out: the cubin's EIATTR_KPARAM_INFO
+    (cuobjdump -elf), the AMDGPU code object's ``.args`` (llvm-readelf --notes, hidden ones left out). They must agree
+    for every kernel the launcher calls, in every generated variant (a template signature edited without the
+    launcher, a parameter's type changed, shows here on the CPU; the AMD binaries are never run here)."""
+    from tqgen import sass
+    from tqgen.compile_cpp import amdgpu_kernel_params
+    from tqgen.cuda_launch import PARAMS
+    from tqgen.lower_cuda import KERNEL_NAMES
+
+    e, arch = job
+    r = results[(e["id"], arch)]
+    assert r.ok, r.log[-3000:]
+    if e["backend"] == "hip" and not r.measured:
+        pytest.skip("HIP code object not linked here (tools/hip_toolchain.sh): no kernel metadata")
+    try:
+        table = sass.kernel_params(r.output) if e["backend"] == "cuda" else amdgpu_kernel_params(r.output)
+    except ToolchainMissing as err:
+        if os.environ.get("CI_REQUIRE_HIP") == "1":
+            raise
+        pytest.skip(f"toolchain missing: {err}")
+    launched = {name: kind for kind, names in KERNEL_NAMES.items() for name in names}
+    assert set(launched) <= set(table), sorted(set(launched) - set(table))
+    for name, kind in launched.items():
+        kp = PARAMS[kind]
+        want = [(o, kp.SIZES[c]) for o, c in zip(kp.offsets, kp.codes)]
+        assert table[name] == want, (name, table[name], want)
+
+
 def test_portable_instances_compile(tmp_path):
     """The ``portable`` kind (the HIP fragment and byte-permute code compiled for NVIDIA, which the
     H200 runs to check the HIP semantics) is not in generated/: render and compile one per key codec

@@ -515,21 +515,32 @@ def test_launch_config_structs_match_cuda_h():
     assert raw[:4] == (6).to_bytes(4, "little") and raw[8:12] == (1).to_bytes(4, "little")
 
 
-def test_launch_param_array_points_at_each_argument():
-    """cuLaunchKernel reads argument i through kernelParams[i]: Driver.param_array must hold the
-    address of each argument's ctypes storage (what ctypes.cast(ctypes.pointer(a)) gives), for
-    scalars, pointers and the TqLayout struct alike, and the value read back through it is the argument."""
+def test_kernel_params_point_at_each_argument_in_c_layout():
+    """cuLaunchKernel reads argument i through kernelParams[i]: KernelParams.pack lays the values out at their C
+    offsets (natural alignment: an int32 before an int64 or a pointer is padded to 8) and kernelParams[i] is the
+    address of argument i, whose bytes read back as the value (pointers and int64 as 8 little-endian bytes, int32 4,
+    float32 4 rounded from the float, the layout struct as its 16 int64); a second pack overwrites the same buffer. The
+    offsets match the compiled kernels' own tables: tests/test_generated_cpp.py."""
     import ctypes
+    import struct
 
-    from tqgen.cuda_launch import Driver, TqLayout
+    from tqgen.cuda_launch import PARAMS, KernelParams
     from tqgen.ir import LayoutSpec
-    lay = TqLayout(*layout_params(LayoutSpec.from_preset("4bit_nc", layout="soa"), 8))
-    args = [ctypes.c_void_p(0x1234), ctypes.c_longlong(-5), ctypes.c_int(7), ctypes.c_float(0.25), lay]
-    arr = Driver.param_array(args)
-    assert list(arr) == [ctypes.cast(ctypes.pointer(a), ctypes.c_void_p).value for a in args]
-    assert ctypes.c_longlong.from_address(arr[1]).value == -5 and ctypes.c_int.from_address(arr[2]).value == 7
-    assert ctypes.c_float.from_address(arr[3]).value == 0.25 and ctypes.c_void_p.from_address(arr[0]).value == 0x1234
-    assert bytes(TqLayout.from_address(arr[4])) == bytes(lay)
+    lay = tuple(layout_params(LayoutSpec.from_preset("4bit_nc", layout="soa"), 8))
+    kp = KernelParams("PqifiL")
+    assert kp.offsets == (0, 8, 16, 20, 24, 32) and kp.struct.size == 160
+    ptrs = kp.pack((0x1234, -5, 7, 0.1, 9, *lay))
+    assert ctypes.c_void_p.from_address(ptrs[0]).value == 0x1234 and ctypes.c_longlong.from_address(ptrs[1]).value == -5
+    assert ctypes.c_int.from_address(ptrs[2]).value == 7 and ctypes.c_int.from_address(ptrs[4]).value == 9
+    assert ctypes.c_float.from_address(ptrs[3]).value == struct.unpack("f", struct.pack("f", 0.1))[0]
+    assert struct.unpack("16q", ctypes.string_at(ptrs[5], 128)) == lay
+    again = kp.pack((0, 1, 2, 0.5, 3, *range(16)))
+    assert list(again) == list(ptrs) and ctypes.c_void_p.from_address(ptrs[0]).value is None  # null: 0
+    # the decode's: an int32 window then the 8-aligned layout, an int32 cap then the 8-aligned plan pointer
+    dec = PARAMS["decode_split"]
+    assert dec.offsets == (0, 8, 16, 24, 32, 40, 48, 56, 60, 64, 68, 72, 80, 208, 216)
+    with pytest.raises(ValueError, match=r"unknown parameter codes \['d'\]"):
+        KernelParams("Pd")
 
 
 @pytest.mark.parametrize("value_bits", [2, 3, 4])
@@ -717,7 +728,6 @@ def test_balanced_decode_launch_passes_the_merge_its_equal_length_count(monkeypa
     equal lengths the warp-a-row merge takes the rows bh · num_splits without reading the plan: passing the grid's
     wider count, as before session 26, would read the wrong rows) and its kind chosen for the grid's widest rows;
     the classic decode passes its count for both. GPU: tests/test_cuda_gpu.py checks the results."""
-    import ctypes
     from types import SimpleNamespace
 
     import torch
@@ -729,8 +739,8 @@ def test_balanced_decode_launch_passes_the_merge_its_equal_length_count(monkeypa
         def __init__(self):
             self.launches = []
 
-        def launch(self, fn, grid, block, args, stream, smem=0, after_trigger=False):
-            self.launches.append(SimpleNamespace(fn=fn, grid=grid, block=block, args=args))
+        def launch(self, fn, grid, block, params, values, stream, smem=0, after_trigger=False):
+            self.launches.append(SimpleNamespace(fn=fn, grid=grid, block=block, params=params, values=values))
 
     spec = preset_spec_for_target("4bit_nc", Target.SM90, layout="soa")
     v = make_variant(spec, Target.SM90)
@@ -770,9 +780,9 @@ def test_balanced_decode_launch_passes_the_merge_its_equal_length_count(monkeypa
         assert dec.grid == (width,) + grid[1:], (balanced, wide, dec.grid)
         kind = merge_kind(b * hq, width * step)
         assert merge.fn == KERNEL_NAMES["decode_merge_rows" if kind == "rows" else "decode_merge"][0]
-        ints = [a.value for a in merge.args if isinstance(a, ctypes.c_int)]
-        assert ints[:2] == [hq, splits], (balanced, wide, ints)  # hq, num_splits: the equal-length count
-        plan_ptr = merge.args[-3]
-        assert (plan_ptr.value == ws["plan"].data_ptr()) if balanced else not plan_ptr.value
+        # acc, lse, sinks, out, hq, num_splits (the equal-length count), ..., plan, seq_lens, window
+        assert merge.values[4:6] == (hq, splits), (balanced, wide, merge.values)
+        plan_ptr = merge.values[-3]
+        assert (plan_ptr == ws["plan"].data_ptr()) if balanced else plan_ptr == 0
         # the wide workspace's grid is wider than the count (the case where the two counts differ)
         assert width > splits // step if wide else width == splits // step, (balanced, wide, width)

@@ -287,6 +287,38 @@ def parse_amdgpu_notes(text: str) -> dict[str, dict]:
     return kernels
 
 
+def amdgpu_kernel_params(code_object: Path) -> dict[str, list[tuple[int, int]]]:
+    """Each kernel's explicit parameters in an AMDGPU code object as (offset, size) bytes in their order: the
+    ``.args`` of its ``amdhsa.kernels`` map (``llvm-readelf --notes``), the ``hidden_*`` ones the runtime appends left
+    out: where ``hipModuleLaunchKernel`` copies ``kernelParams[i]`` to."""
+    rc, notes = _run([str(_llvm_bin("llvm-readelf")), "--notes", str(code_object)])
+    if rc != 0:
+        raise RuntimeError(f"llvm-readelf --notes {code_object} failed ({rc}): {notes[-500:]}")
+    out: dict[str, list[tuple[int, int]]] = {}
+    kernels: list[tuple[dict, list[dict]]] = []  # (a kernel's keys, its args' keys)
+    in_args = False
+    for line in notes.splitlines():
+        t = line.strip()
+        ind = len(line) - len(line.lstrip())
+        if t.startswith("- ") and ind == 2:  # a kernel's map (amdhsa.kernels is at indent 0)
+            kernels.append(({}, []))
+            in_args, t, ind = False, t[2:], 4
+        if not kernels or not (m := re.match(r"(- )?\.(\w+):\s*(\S*)", t)):
+            continue
+        if ind == 4:  # the kernel's own keys (.args: opens its argument list)
+            in_args = m.group(2) == "args"
+            kernels[-1][0][m.group(2)] = m.group(3)
+        elif in_args:  # "- .key: v" opens an argument's map (indent 6), ".key: v" continues it (8)
+            if m.group(1):
+                kernels[-1][1].append({})
+            kernels[-1][1][-1][m.group(2)] = m.group(3)
+    for keys, args in kernels:
+        if "name" in keys:
+            out[keys["name"]] = [(int(a["offset"]), int(a["size"])) for a in args
+                                 if not a.get("value_kind", "").startswith("hidden_")]
+    return out
+
+
 def compile_hip(src: Path, arch: str, out_dir: Path, *, hip_root: Path | None = None, link: bool = True,
                 extra_flags=()) -> CompileResult:
     """clang-22 ``src`` for ``arch`` (gfx90a, gfx942, gfx950) with warnings as errors (``-Wall -Werror``).

@@ -18,6 +18,7 @@ import ctypes
 import logging
 import math
 import os
+import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +37,56 @@ log = logging.getLogger("tqgen.cuda")
 LOG2E = 1.4426950408889634
 
 
-class TqLayout(ctypes.Structure):
-    """Mirror of the kernels' ``struct TqLayout`` (16 int64)."""
+class KernelParams:
+    """One kernel's parameters in their C layout in one buffer (a buffer a thread), and the ``kernelParams`` array
+    pointing at each: a launch packs its values with one ``struct.pack_into``. (A ctypes object an argument and a new
+    pointer array took ~4 us of host time a launch on a 2-core VM, ~1 us this way.)
 
-    _fields_ = [(f"f{i}", ctypes.c_longlong) for i in range(16)]
+    ``codes``: a letter a parameter, in order: ``P`` a pointer (an int; 0 for null), ``q`` int64, ``i`` int32, ``f``
+    float32, ``L`` the kernels' ``struct TqLayout`` (16 int64, given as 16 ints: ``layout_params``). Native alignment,
+    as the compiler lays a kernel's parameters out (tests/test_generated_cpp.py checks ``offsets`` and sizes against
+    every compiled kernel's own parameter table, EIATTR_KPARAM_INFO)."""
+
+    SIZES = {"P": 8, "q": 8, "i": 4, "f": 4, "L": 128}
+
+    def __init__(self, codes: str):
+        bad = sorted(set(codes) - set(self.SIZES))
+        if bad:
+            raise ValueError(f"KernelParams: unknown parameter codes {bad} in {codes!r}; allowed {sorted(self.SIZES)}")
+        self.codes = codes
+        items = ["16q" if c == "L" else c for c in codes]
+        self.struct = struct.Struct("@" + "".join(items))
+        self.offsets = tuple(struct.calcsize("@" + "".join(items[:i + 1])) - self.SIZES[c] for i, c in enumerate(codes))
+        self._local = threading.local()
+
+    def pack(self, values) -> ctypes.Array:
+        """``values`` (the flat argument values: a layout's 16 ints in its place) into this thread's buffer; returns the
+        ``kernelParams`` array (valid until this thread's next ``pack`` of this kernel: the launch copies it)."""
+        t = self._local
+        ptrs = getattr(t, "ptrs", None)
+        if ptrs is None:
+            t.buf = ctypes.create_string_buffer(self.struct.size)
+            base = ctypes.addressof(t.buf)
+            ptrs = t.ptrs = (ctypes.c_void_p * len(self.codes))(*(base + o for o in self.offsets))
+        self.struct.pack_into(t.buf, 0, *values)
+        return ptrs
+
+
+#: each launched kernel's parameters (the template's signatures, in order; a kernel's bf16 / f16 / f32 instances alike)
+PARAMS = {
+    # key, value, cache, slots, slots are int64, rows, hk, key / value strides (token, head), layout
+    "store": KernelParams("PPPPiqiqqqqL"),
+    # query, cache, block table, its row stride, seq_lens, acc, lse, hq, hk, num_splits, scale·log2(e), window,
+    # layout, balanced cap, plan
+    "decode_split": KernelParams("PPPqPPPiiifiLiP"),
+    # acc, lse, sinks, out, hq, num_splits, (rows,) plan, seq_lens, window
+    "decode_merge": KernelParams("PPPPiiPPi"),
+    "decode_merge_rows": KernelParams("PPPPiiqPPi"),
+    # cache, block table, its row stride, seq_lens, k, v, hk, max_len, layout
+    "dequant": KernelParams("PPqPPPiiL"),
+}
+PARAMS["decode_split_bal"] = PARAMS["decode_split"]
+PARAMS["dequant_f32"] = PARAMS["dequant"]
 
 
 # ------------------------------------------------------------------------------- driver API
@@ -125,20 +172,14 @@ class Driver:
         f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         self.check(f(fn, self.MAX_DYNAMIC_SHARED, int(nbytes)), f"{self.sp.set_attribute}(max dynamic shared {nbytes})")
 
-    @staticmethod
-    def param_array(args: list) -> ctypes.Array:
-        """cuLaunchKernel's kernelParams: the address of each argument's ctypes storage (the arguments
-        must stay alive until the launch returns). ``addressof``, not ``cast(pointer(a))``: the same
-        addresses at a fraction of the host time (15 -> ~4 us per 13-argument launch on a 2-core VM)."""
-        return (ctypes.c_void_p * len(args))(*map(ctypes.addressof, args))
-
-    def launch(self, fn, grid: tuple[int, int, int], block: int, args: list, stream: int, smem: int = 0,
-               after_trigger: bool = False) -> None:
-        """``after_trigger``: a programmatic dependent launch (CUDA, sm_90+): the grid may start once every
-        block of the previous kernel in the stream has run ``griddepcontrol.launch_dependents`` (or
-        exited), and waits for that kernel's memory at its ``griddepcontrol.wait``; it hides the launch
-        latency between two kernels (captured into CUDA graphs as a programmatic edge)."""
-        ptrs = self.param_array(args)
+    def launch(self, fn, grid: tuple[int, int, int], block: int, params: KernelParams, values: tuple, stream: int,
+               smem: int = 0, after_trigger: bool = False) -> None:
+        """``fn`` with the argument ``values`` laid out by ``params`` (its ``PARAMS`` entry). ``after_trigger``: a
+        programmatic dependent launch (CUDA, sm_90+): the grid may start once every block of the previous kernel in
+        the stream has run ``griddepcontrol.launch_dependents`` (or exited), and waits for that kernel's memory at its
+        ``griddepcontrol.wait``; it hides the launch latency between two kernels (captured into CUDA graphs as a
+        programmatic edge)."""
+        ptrs = params.pack(values)
         if after_trigger and self.launch_ex is not None:
             cfg = _LaunchConfig(grid[0], grid[1], grid[2], block, 1, 1, smem, stream, self._pdl_attrs, 1)
             self.check(self.launch_ex(ctypes.byref(cfg), fn, ptrs, None), "cuLaunchKernelEx")
@@ -332,8 +373,8 @@ def dequant_warp_tokens(options, head_dim: int) -> int:
     return options.dequant_rows * (32 // store_lanes(head_dim)) if options.dequant_rows else options.dequant_tokens
 
 
-def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
-    return ctypes.c_void_p(t.data_ptr() if t is not None else 0)
+def _ptr(t: torch.Tensor | None) -> int:
+    return t.data_ptr() if t is not None else 0
 
 
 def _rows16(x: torch.Tensor) -> torch.Tensor:
@@ -356,15 +397,15 @@ class CudaKernels:
     decode_smem: int = 0  # dynamic shared memory of the decode kernel (lower_cuda.decode_dynamic_smem)
     pdl: bool = False  # the merge by programmatic dependent launch (CUDA on sm_90+: Driver.launch)
     _splits: dict = field(default_factory=dict)  # num_splits_for's answers by shape
-    _layouts: dict = field(default_factory=dict)
+    _layouts: dict = field(default_factory=dict)  # hk -> layout_params (the TqLayout struct's 16 ints)
 
     @property
     def spec(self) -> LayoutSpec:
         return self.variant.spec
 
-    def _layout(self, hk: int) -> TqLayout:
+    def _layout(self, hk: int) -> tuple[int, ...]:
         if hk not in self._layouts:
-            self._layouts[hk] = TqLayout(*layout_params(self.spec, hk))
+            self._layouts[hk] = tuple(layout_params(self.spec, hk))
         return self._layouts[hk]
 
     def _fn(self, kernel: str, dtype: torch.dtype):
@@ -400,12 +441,10 @@ class CudaKernels:
                              f"(at most {2**31 - 1}). Store in chunks of fewer tokens.")
         warps = self.variant.options.row_warps
         per_block = warps * (32 // store_lanes(d))  # rows per block
-        args = [_ptr(key), _ptr(value), _ptr(cache), _ptr(slots), ctypes.c_int(slots.element_size() == 8),
-                ctypes.c_longlong(rows), ctypes.c_int(hk),
-                ctypes.c_longlong(key.stride(0)), ctypes.c_longlong(key.stride(1)),
-                ctypes.c_longlong(value.stride(0)), ctypes.c_longlong(value.stride(1)), self._layout(hk)]
-        self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / per_block), 1, 1), 32 * warps, args,
-                           self._stream(cache.device))
+        values = (key.data_ptr(), value.data_ptr(), cache.data_ptr(), slots.data_ptr(), int(slots.element_size() == 8),
+                  rows, hk, key.stride(0), key.stride(1), value.stride(0), value.stride(1), *self._layout(hk))
+        self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / per_block), 1, 1), 32 * warps,
+                           PARAMS["store"], values, self._stream(cache.device))
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
@@ -513,11 +552,10 @@ class CudaKernels:
             raise ValueError(f"a balanced decode needs the workspace's 'plan' buffer [>= {b}, 2] int64 (got keys "
                              f"{sorted(ws)}): make the workspace with workspace(batch, num_q_heads, num_splits, device) "
                              "or pass balanced=False")
-        self.driver.launch(self._fn("decode_split_bal" if balanced else "decode_split", q.dtype), grid,
-                           32 * self.variant.options.decode_warps, [
-            _ptr(q), _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(ws["acc"]),
-            _ptr(ws["lse"]), ctypes.c_int(hq), ctypes.c_int(hk), ctypes.c_int(splits),
-            ctypes.c_float(scale * LOG2E), ctypes.c_int(window), self._layout(hk), ctypes.c_int(cap), _ptr(plan)],
+        kernel = "decode_split_bal" if balanced else "decode_split"
+        self.driver.launch(self._fn(kernel, q.dtype), grid, 32 * self.variant.options.decode_warps, PARAMS[kernel], (
+            q.data_ptr(), cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), ws["acc"].data_ptr(),
+            ws["lse"].data_ptr(), hq, hk, splits, scale * LOG2E, window, *self._layout(hk), cap, _ptr(plan)),
             stream, smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
         # a balanced merge: rows of up to the grid's splits (merge_kind), num_splits the equal-length count (the plan
@@ -536,15 +574,16 @@ class CudaKernels:
         splits a row may hold (default ``splits``; a balanced decode's grid width), which sizes the block-a-row merge
         (``merge_groups``)."""
         rows, d = out.shape[0] * hq, out.shape[2]
-        args = [_ptr(ws["acc"]), _ptr(ws["lse"]), _ptr(sinks), _ptr(out), ctypes.c_int(hq), ctypes.c_int(splits)]
-        bal = [_ptr(plan), _ptr(seq_lens if plan is not None else None), ctypes.c_int(window)]
+        args = (ws["acc"].data_ptr(), ws["lse"].data_ptr(), _ptr(sinks), out.data_ptr(), hq, splits)
+        bal = (_ptr(plan), _ptr(seq_lens if plan is not None else None), window)
         if (kind or merge_kind(rows, splits)) == "rows":
             self.driver.launch(self._fn("decode_merge_rows", out.dtype), (math.ceil(rows / MERGE_ROWS), 1, 1),
-                               32 * MERGE_ROWS, args + [ctypes.c_longlong(rows)] + bal, stream, after_trigger=self.pdl)
+                               32 * MERGE_ROWS, PARAMS["decode_merge_rows"], args + (rows,) + bal, stream,
+                               after_trigger=self.pdl)
         else:
             groups = merge_groups(most or splits)
-            self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), groups * d, args + bal, stream,
-                               after_trigger=self.pdl)
+            self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), groups * d, PARAMS["decode_merge"],
+                               args + bal, stream, after_trigger=self.pdl)
 
     # ---------------------------------------------------------------- dequant
     def dequant(self, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
@@ -564,9 +603,9 @@ class CudaKernels:
         sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
         o = self.variant.options
         w, nt = o.row_warps, dequant_warp_tokens(o, s.head_dim)  # a warp: nt tokens
-        self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / (w * nt)), b * hk, 1), 32 * w, [
-            _ptr(cache), _ptr(bt), ctypes.c_longlong(bt.stride(0)), _ptr(sl), _ptr(k), _ptr(v), ctypes.c_int(hk),
-            ctypes.c_int(max_len), self._layout(hk)], self._stream(cache.device))
+        self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / (w * nt)), b * hk, 1), 32 * w,
+                           PARAMS["dequant"], (cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), k.data_ptr(),
+                                               v.data_ptr(), hk, max_len, *self._layout(hk)), self._stream(cache.device))
         return k, v
 
 

@@ -107,6 +107,27 @@ def disassemble(cubin: Path, kernel: str = DECODE_KERNEL) -> list[tuple[int, str
     return ins
 
 
+_KPARAM = re.compile(r"Ordinal\s*:\s*0x([0-9a-f]+)\s+Offset\s*:\s*0x([0-9a-f]+)\s+Size\s*:\s*0x([0-9a-f]+)")
+
+
+def kernel_params(cubin: Path) -> dict[str, list[tuple[int, int]]]:
+    """Each kernel's parameters in ``cubin`` as (offset, size) bytes in their order: its EIATTR_KPARAM_INFO entries
+    (``cuobjdump -elf``, the ``.nv.info.<kernel>`` sections), what the driver copies ``kernelParams[i]`` into."""
+    r = subprocess.run([str(find_cuobjdump()), "-elf", str(cubin)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"cuobjdump -elf {cubin} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    out: dict[str, dict[int, tuple[int, int]]] = {}
+    kernel = None
+    for line in r.stdout.splitlines():
+        if line.startswith(".nv.info."):
+            kernel = line.split()[0][len(".nv.info."):]
+        elif line.startswith(".") or not line.strip():
+            kernel = None if line.startswith(".") else kernel
+        elif kernel and (m := _KPARAM.search(line)):
+            out.setdefault(kernel, {})[int(m.group(1), 16)] = (int(m.group(2), 16), int(m.group(3), 16))
+    return {k: [v[i] for i in sorted(v)] for k, v in out.items()}
+
+
 def tile_loop(ins: list[tuple[int, str, str]]) -> tuple[int, int]:
     """(start, end) addresses of the tile loop (see the module docstring)."""
     best, key = None, None
