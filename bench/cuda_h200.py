@@ -48,6 +48,19 @@ def bench(fn, reps=20, warm=3):
     return ts[len(ts) // 2]
 
 
+def wall_us(fn, reps=20, warm=3):
+    """Wall-clock us a call of ``fn``, back to back with one sync at the end: the host's work and the GPU's together,
+    what an eager caller waits for (``bench`` times the GPU's alone)."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / reps * 1e6
+
+
 def target_shapes(head_dim: int):
     """The debug sweeps' decode shapes: (Hq, Hk, [(B, L), ...]) of the issue-6 targets at head_dim 128,
     the SmolLM2 shape (Hq 9, Hk 3, B=32 L=32K) at 64; SHAPES=BxL,BxL,... in the environment replaces the

@@ -5,11 +5,15 @@ above the GPU time, the host's Python and launches bound an eager call. Prints a
 two trees (session 35's launcher against the one before it):
     here:    bash bench/dbg/ab_trees.sh prepare 665f9bd7      (then carry .xfer/base to the device)
     device:  bash bench/dbg/ab_trees.sh run 'python bench/dbg/eager_host.py' 2"""
-import time
+import sys
+from pathlib import Path
 
 import torch
 
 import tqgen_runtime as tqr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+from cuda_h200 import wall_us  # noqa: E402
 
 dev = torch.device("cuda")
 kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device=dev)
@@ -24,15 +28,8 @@ for b in (1, 8):
     slots = torch.arange(b, dtype=torch.int32, device=dev) * L
     ws = kv.workspace(b, L)
 
-    def wall(f, n=2000):
-        for _ in range(50):
-            f()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / n * 1e6
+    def wall(f):
+        return wall_us(f, reps=2000, warm=50)
 
     dec = lambda: kv.decode(q, cache, bt, sl, workspace=ws, check=False)  # noqa: E731
     st = lambda: kv.store(k, k, cache, slots, check=False)  # noqa: E731

@@ -3,12 +3,15 @@ check=False, lengths as host tensors: one SDPA call a sequence (session 31's cod
 (session 32), against one bf16 causal SDPA call over the batch [B, Hq, n, D] (what the attention itself costs).
     PYTHONPATH=<tree>:/tmp/pp python bench/dbg/fresh_prefill.py TAG"""
 import sys
-import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import tqgen_runtime as tqr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+from cuda_h200 import wall_us  # noqa: E402
 
 tag = sys.argv[1] if len(sys.argv) > 1 else ""
 dev = torch.device("cuda")
@@ -17,15 +20,7 @@ print(f"| tree | B | n | prefill us | SDPA us | x SDPA |")
 print("|---|---|---|---|---|---|")
 
 
-def timed(f, reps=20):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        f()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / reps * 1e6
+timed = wall_us
 
 
 for b in (8, 32):

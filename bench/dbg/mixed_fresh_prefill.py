@@ -6,13 +6,17 @@ Table 1, new prompts (no history): B prompts of n/2..n tokens (seeded); x SDPA =
 batch padded to its longest prompt [B, Hq, nmax, D] (the attention alone, no grouping to do). Table 2, continuation
 chunks of 512 tokens after histories of L/2..L tokens (stored first; the dequant + SDPA path). Prints markdown.
     PYTHONPATH=<tree>:/tmp/pp python bench/dbg/mixed_fresh_prefill.py"""
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import tqgen_runtime as tqr
 from tqgen_runtime import api
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+from cuda_h200 import wall_us  # noqa: E402
 
 dev = torch.device("cuda")
 kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device=dev)
@@ -22,15 +26,7 @@ print("| round | B | lengths | calls (equal runs) | us | calls (padded) | us | p
 print("|---|---|---|---|---|---|---|---|---|---|")
 
 
-def timed(f, reps=20):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        f()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / reps * 1e6
+timed = wall_us
 
 
 def n_calls(pad, spans, token_bytes):

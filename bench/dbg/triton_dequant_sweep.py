@@ -1,12 +1,16 @@
 """The Triton dequant's tokens a program (BLOCK_N) x warps on the H200 (session 32): every combination timed on the
 same cache (B=32, L=8K, Hk 8, D 128, bf16 out; L2 cannot hold it), outputs compared with the default's (16 x 4).
     PYTHONPATH=$PWD:/tmp/pp python bench/dbg/triton_dequant_sweep.py"""
-import time
+import sys
+from pathlib import Path
 
 import torch
 
 import tqgen_runtime as tqr
 from tqgen.triton_launch import layout_constexprs, load_triton, triton_cdiv
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+from cuda_h200 import wall_us  # noqa: E402
 
 dev = torch.device("cuda")
 B, L, HK = 32, 8192, 8
@@ -20,14 +24,7 @@ def copy_ceiling():
 
 
 def bench(f, reps=10):
-    for _ in range(2):
-        f()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        f()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / reps * 1e6
+    return wall_us(f, reps, warm=2)
 
 
 ceil = copy_ceiling()
