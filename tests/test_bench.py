@@ -16,9 +16,10 @@ import pytest
 from tqgen import LayoutSpec, derive_layout
 from tqgen.bench import (
     HOLD_MAX_US, HOLD_MIN_US, MAIN, SMOLLM2, GpuHold, Shape, Timer, decode_bytes, dequant_bytes, evaluate_targets,
-    hold_us, pct_of_ceiling, prefill_bytes, store_bytes, suite_shapes,
+    hold_us, pct_of_ceiling, prefill_bytes, prefill_lengths, store_bytes, suite_shapes,
 )
 from tqgen.cli import main
+from tqgen.ir import SpecError
 
 K = 1024
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"  # tests/conftest.py sets it where there is no GPU
@@ -41,8 +42,8 @@ def test_smoke_files_and_columns(smoke):
     tmp, rc, res, md = smoke
     assert rc == 0
     rows, meta = res["rows"], res["meta"]
-    # 7 smoke shapes x 2 presets x 2 layouts, all measured by the oracle backend
-    assert len(rows) == 28 and all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
+    # 9 smoke shapes x 2 presets x 2 layouts, all measured by the oracle backend
+    assert len(rows) == 36 and all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
     assert {r["op"] for r in rows} == {"decode", "store", "dequant", "prefill"}
     for key in ("op", "backend", "variant", "preset", "layout", "B", "L", "N", "Hq", "Hk", "D", "splits", "time_us",
                 "min_us", "bytes", "GBps", "pct_ceiling", "sdpa_us", "vs_sdpa", "paged_us", "vs_paged", "mix",
@@ -50,7 +51,12 @@ def test_smoke_files_and_columns(smoke):
         assert all(key in r for r in rows), key
     assert all(r["time_us"] > 0 and r["min_us"] <= r["time_us"] and r["check"] == "oracle" for r in rows
                if r["op"] != "prefill")
-    assert {r["path"] for r in rows if r["op"] == "prefill"} == {"decode", "dequant+sdpa"}
+    assert {r["path"] for r in rows if r["op"] == "prefill"} == {"decode", "dequant+sdpa", "sdpa"}
+    # mixed prefill batches: on the CPU the padding bound is 0 already (no classic timing to compare)
+    mixed = [r for r in rows if r["op"] == "prefill" and r["mix"]]
+    assert {r["mix"] for r in mixed} == {"prompts", "histories"} and len(mixed) == 8
+    assert all(r["classic_us"] is None and r["vs_classic"] is None and r["time_us"] > 0 for r in mixed)
+    assert all(r["sdpa_note"].startswith("one SDPA call over the batch padded") for r in mixed)
     for k in ("device", "torch", "triton", "copy_ceiling_GBps", "command", "date", "timing", "l2_policy", "sdpa"):
         assert k in meta, k
     assert meta["command"].startswith("tqgen bench --suite smoke")
@@ -89,7 +95,25 @@ def test_bytes_moved_match_derive_layout(smoke):
     kv16 = 2 * 44 * 2 * 64 * 2
     assert prefill_bytes(spec, 1, 32, 12, 4, 2, 4) == (6192 + 44 * 2 * 70 + kv16 + 6144, 1680 + kv16 + 6144,
                                                        "dequant+sdpa")
-    got = {(r["op"], r["B"], r["L"], r["N"]): r for r in rows if (r["preset"], r["layout"]) == ("4bit_nc", "soa")}
+    # mixed batches: each sequence by its own path. 3 new prompts of 10 / 15 / 20 tokens (prefill_lengths: 20/2 .. 20):
+    # the store of 45 tokens (2·2·64·2 + 4 read, 2·70 written a token), SDPA over each prompt's own bf16 K/V
+    # (2·2·64·2 = 512 a token) + the query read (4·64·2 = 512 a token) and the output written (512 a token)
+    assert prefill_lengths("prompts", 3, 0, 20) == ([0, 0, 0], [10, 15, 20])
+    assert prefill_bytes(spec, 3, 0, 20, 4, 2, 4, ctxs=[0, 0, 0], news=[10, 15, 20]) == (
+        45 * 516 + 45 * 1024, 45 * 140 + 45 * 512, "sdpa")
+    # histories 16 / 24 / 32 then 12 new tokens each: three dequant+sdpa sequences; with 3 new tokens, decode; and
+    # the equal batch is the per-sequence sum
+    assert prefill_lengths("histories", 3, 32, 12) == ([16, 24, 32], [12, 12, 12])
+    mix = prefill_bytes(spec, 3, 32, 12, 4, 2, 4, ctxs=[16, 24, 32], news=[12, 12, 12])
+    one = [prefill_bytes(spec, 1, c, 12, 4, 2, 4) for c in (16, 24, 32)]
+    assert mix == (sum(o[0] for o in one), sum(o[1] for o in one), "dequant+sdpa")
+    assert prefill_bytes(spec, 2, 32, 4, 4, 2, 4)[:2] == tuple(2 * x for x in prefill_bytes(spec, 1, 32, 4, 4, 2, 4)[:2])
+    # a batch of a new prompt and a continuation takes both paths, named in order
+    assert prefill_bytes(spec, 2, 8, 3, 4, 2, 4, ctxs=[0, 8], news=[3, 3])[2] == "sdpa / decode"
+    with pytest.raises(SpecError, match="prefill length mix"):
+        prefill_lengths("ramp", 3, 32, 12)
+    got = {(r["op"], r["B"], r["L"], r["N"]): r for r in rows
+           if (r["preset"], r["layout"]) == ("4bit_nc", "soa") and not (r["op"] == "prefill" and r["mix"])}
     assert got[("decode", 2, 64, None)]["bytes"] == 17920 + 2048
     assert got[("store", None, None, 64)]["bytes"] == 33024 + 8960
     assert got[("dequant", 2, 64, None)]["bytes"] == 17920 + 65536
@@ -159,6 +183,25 @@ def test_pct_ceiling_is_bytes_over_time_over_ceiling(smoke):
         if r["op"] in ("decode", "dequant", "prefill") and r["sdpa_us"]:
             assert math.isclose(r["vs_sdpa"], r["sdpa_us"] / r["time_us"], rel_tol=1e-9)
         assert r["vs_paged"] is None  # no bf16 paged decode on a CPU
+
+
+def test_mixed_prefill_timed_with_and_without_padding(tmp_path, monkeypatch):
+    """A mixed prefill row is timed as the runtime runs it and with the padding bound at 0 (classic): here on the CPU
+    with the GPU's bound forced on (the CPU's is 0, where there would be nothing to compare), the grouping sees both
+    bounds, the rows carry classic us / x classic, and the runtime's bounds are restored after the run."""
+    import tqgen_runtime.api as api
+    monkeypatch.setattr(api, "PREFILL_PAD_SCORES_CPU", 2**25)
+    seen = []
+    groups = api._pad_groups
+    monkeypatch.setattr(api, "_pad_groups", lambda spans, hq, tb, pad: seen.append(pad) or groups(spans, hq, tb, pad))
+    rc, res, _ = _bench(tmp_path, "pad", "--backend", "reference", "--preset", "4bit_nc", "--layout", "soa",
+                        "--op", "prefill")
+    assert rc == 0
+    mixed = [r for r in res["rows"] if r["mix"]]
+    assert len(mixed) == 2 and all(r["status"] == "ok" for r in mixed)
+    assert all(r["classic_us"] > 0 and r["vs_classic"] == pytest.approx(r["classic_us"] / r["time_us"]) for r in mixed)
+    assert {2**25, 0} <= set(seen)
+    assert (api.PREFILL_PAD_SCORES_CPU, api.PREFILL_PAD_SCORES) == (2**25, 2**25)  # restored after the classic timing
 
 
 def test_triton_interpreter_checked_and_cuda_unavailable(tmp_path):
@@ -236,17 +279,21 @@ def test_mixed_lengths():
     assert mixed_lengths("ramp", 4, 32 * K) == [8 * K, 16 * K, 24 * K, 32 * K]
     assert mixed_lengths("", 2, 7) == [7, 7]
     assert mixed_lengths("one-long", 3, 16) == [16, 1, 1]  # L/32 rounds down, at least one token
-    from tqgen.ir import SpecError
     with pytest.raises(SpecError, match="mix"):
         mixed_lengths("zipf", 4, 64)
     m = suite_shapes("mixed", 4)
     assert m and all(s.op == "decode" and s.mix and s.l == 32 * K for s in m)
     assert Shape("decode", 32, 32 * K, *MAIN, mix="one-long") in m
     assert Shape("decode", 32, 32 * K, *MAIN, mix="one-long").label() == "decode B=32 L=32768 mix=one-long Hq32 Hk8 D128"
-    # the prefill suite: both prefill paths (4 and 512 new tokens) and the dequant behind the longer chunks
+    # the prefill suite: both prefill paths (4 and 512 new tokens), the dequant behind the longer chunks, and batches
+    # of mixed lengths at B = 8 and 32: new prompts of up to 512 / 2048 tokens, 512-token chunks after up to 4K / 32K
     pf = suite_shapes("prefill", 4)
-    assert {(s.op, s.n) for s in pf} == {("prefill", 4), ("prefill", 512), ("dequant", 0)}
-    assert len(pf) == 3 * 2 * 2 + 3 * 2 and all((s.hq, s.hk, s.d) == MAIN for s in pf)
+    assert {(s.op, s.n, s.mix) for s in pf} == {("prefill", 4, ""), ("prefill", 512, ""), ("dequant", 0, ""),
+                                                ("prefill", 512, "prompts"), ("prefill", 2048, "prompts"),
+                                                ("prefill", 512, "histories")}
+    assert len(pf) == 3 * 2 * 2 + 3 * 2 + 2 * 2 + 2 * 2 and all((s.hq, s.hk, s.d) == MAIN for s in pf)
+    assert {(s.b, s.l) for s in pf if s.mix == "histories"} == {(8, 4 * K), (8, 32 * K), (32, 4 * K), (32, 32 * K)}
+    assert Shape("prefill", 8, 0, *MAIN, n=512, mix="prompts").label() == "prefill B=8 ctx=0 new=512 mix=prompts Hq32 Hk8 D128"
     # the targets are on equal lengths: a mixed row at a target shape is not evaluated
     r = _row("decode", "4bit_nc", 10.0, b=32, l=32 * K)
     assert evaluate_targets([dict(r, mix="one-long")]) == [] and evaluate_targets([r])

@@ -6,6 +6,7 @@
     tqgen bench --suite smoke                    # tiny shapes, runs on a CPU in seconds (CI)
     tqgen bench --suite mixed --cuda-graph       # decode of batches of mixed lengths: balanced vs classic splits
     tqgen bench --suite prefill                  # prefill of 4 / 512 new tokens after 4K / 32K (B 1, 8, 32) + dequant
+                                                 # + batches of mixed lengths (new prompts, histories)
     tqgen bench --suite targets --list           # the cases and a rough GPU-time estimate; runs nothing
     tqgen bench --suite targets --op decode --cuda-graph   # decode as CUDA-graph replays (no launch overhead)
 
@@ -39,8 +40,10 @@ Outputs in ``--out``: ``<tag>.md``, ``<tag>.json`` and PNG plots (decode time an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -104,6 +107,26 @@ TARGET_DECODE_SHAPES = ((32, 32 * K), (128, 8 * K))
 #: decode batches of mixed lengths (``Shape.mix``; L = the longest): "one-long" = one sequence of L and B - 1 of
 #: L / 32 (a batch waiting on one long request); "ramp" = lengths L·i / B for i = 1 .. B (evenly spread)
 MIXES = ("one-long", "ramp")
+#: prefill batches of mixed lengths (``Shape.mix`` of a prefill): "prompts" = B new prompts (no history) of n/2 .. n
+#: tokens, evenly spread; "histories" = B chunks of n new tokens after histories of L/2 .. L tokens, evenly spread
+PREFILL_MIXES = ("prompts", "histories")
+
+
+def _spread(b: int, top: int) -> list[int]:
+    """B lengths from top/2 to top, evenly spread (top alone for one sequence)."""
+    lo = top // 2
+    return [top] if b == 1 else [lo + (top - lo) * i // (b - 1) for i in range(b)]
+
+
+def prefill_lengths(mix: str, b: int, l: int, n: int) -> tuple[list[int], list[int]]:
+    """(histories, new tokens) of each sequence of a prefill batch (see ``PREFILL_MIXES``); l and n each for ``mix=""``."""
+    if mix == "":
+        return [l] * b, [n] * b
+    if mix == "prompts":
+        return [0] * b, _spread(b, n)
+    if mix == "histories":
+        return _spread(b, l), [n] * b
+    raise SpecError([Reason("mix", mix, list(PREFILL_MIXES))], "unknown prefill length mix")
 
 
 def mixed_lengths(mix: str, b: int, l: int) -> list[int]:
@@ -120,8 +143,9 @@ def mixed_lengths(mix: str, b: int, l: int) -> list[int]:
 @dataclass(frozen=True)
 class Shape:
     """One measured shape. store: ``n`` tokens (b = l = 0); prefill: ``n`` new tokens per sequence after
-    ``l`` tokens of history; decode / dequant: ``b`` sequences of ``l`` tokens; a decode with ``mix``: ``b``
-    sequences of ``mixed_lengths(mix, b, l)`` tokens (the longest ``l``)."""
+    ``l`` tokens of history (with ``mix``: ``prefill_lengths``, the longest ``l`` and ``n``); decode / dequant: ``b``
+    sequences of ``l`` tokens; a decode with ``mix``: ``b`` sequences of ``mixed_lengths(mix, b, l)`` tokens (the
+    longest ``l``)."""
 
     op: str
     b: int
@@ -144,7 +168,7 @@ class Shape:
         if self.op == "store":
             return f"store N={self.n} Hk{self.hk} D{self.d}"
         if self.op == "prefill":
-            return f"prefill B={self.b} ctx={self.l} new={self.n} {h}"
+            return f"prefill B={self.b} ctx={self.l} new={self.n}{f' mix={self.mix}' if self.mix else ''} {h}"
         return f"{self.op} B={self.b} L={self.l}{f' mix={self.mix}' if self.mix else ''} {h}"
 
 
@@ -156,15 +180,20 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
         return [Shape("decode", 2, 32, hq, hk, d), Shape("decode", 2, 64, hq, hk, d),
                 Shape("store", 0, 0, hq, hk, d, n=64), Shape("dequant", 2, 64, hq, hk, d),
                 Shape("prefill", 1, 32, hq, hk, d, n=small), Shape("prefill", 1, 32, hq, hk, d, n=small + 8),
-                Shape("decode", 3, 64, hq, hk, d, mix="one-long")]
+                Shape("decode", 3, 64, hq, hk, d, mix="one-long"),
+                Shape("prefill", 3, 0, hq, hk, d, n=small + 16, mix="prompts"),
+                Shape("prefill", 3, 32, hq, hk, d, n=small + 8, mix="histories")]
     if suite == "mixed":
         return [Shape("decode", 32, 32 * K, *MAIN, mix=m) for m in MIXES] + [
             Shape("decode", 8, 32 * K, *MAIN, mix="ramp"), Shape("decode", 128, 32 * K, *MAIN, mix="one-long"),
             Shape("decode", 32, 32 * K, *SMOLLM2, mix="one-long")]
-    if suite == "prefill":  # continuation chunks of both paths and the dequant behind the longer ones
+    if suite == "prefill":  # continuation chunks of both paths, the dequant behind the longer ones, mixed batches
         return [Shape("prefill", b, l, *MAIN, n=n) for b in PREFILL_BATCHES for l in PREFILL_LENGTHS
                 for n in (small, PREFILL_CHUNK)] + [Shape("dequant", b, l, *MAIN) for b in PREFILL_BATCHES
-                                                    for l in PREFILL_LENGTHS]
+                                                    for l in PREFILL_LENGTHS] + [
+            Shape("prefill", b, 0, *MAIN, n=n, mix="prompts") for b in PREFILL_BATCHES[1:] for n in (512, 2048)] + [
+            Shape("prefill", b, l, *MAIN, n=PREFILL_CHUNK, mix="histories") for b in PREFILL_BATCHES[1:]
+            for l in PREFILL_LENGTHS]
     if suite == "targets":
         return [Shape("decode", b, l, *MAIN) for b, l in TARGET_DECODE_SHAPES] + [
             Shape("decode", 1, 4 * K, *MAIN), Shape("decode", 32, 32 * K, *SMOLLM2),
@@ -210,21 +239,32 @@ def dequant_bytes(spec, b: int, l: int, hk: int, elt: int = DTYPE_BYTES) -> tupl
 
 
 def prefill_bytes(spec, b: int, l: int, n: int, hq: int, hk: int, decode_max_tokens: int,
-                  elt: int = DTYPE_BYTES) -> tuple[int, int, str]:
-    """(read, written, path) of ``kv.prefill`` for B sequences with ``l`` tokens of history and ``n`` new.
+                  elt: int = DTYPE_BYTES, *, ctxs: list[int] | None = None,
+                  news: list[int] | None = None) -> tuple[int, int, str]:
+    """(read, written, path) of ``kv.prefill`` for B sequences with ``l`` tokens of history and ``n`` new
+    (``ctxs`` / ``news``: each sequence's, a mixed batch; the path then names each one its sequences take).
 
-    Both paths store the new K/V first. ``decode`` path (n ≤ decode_max_tokens): one decode query per
-    new token over its own length (l + j), so the history is read n times. ``dequant+sdpa`` path: the
-    whole sequence (l + n tokens) is dequantised to bf16 once, then SDPA reads those bf16 K/V."""
+    Every path stores the new K/V first. ``sdpa`` (no history: a new prompt): SDPA over its own bf16 K/V.
+    ``decode`` path (n ≤ decode_max_tokens): one decode query per new token over its own length (l + j), so
+    the history is read n times. ``dequant+sdpa`` path: the whole sequence (l + n tokens) is dequantised to bf16
+    once, then SDPA reads those bf16 K/V."""
     d, slot = spec.head_dim, _slot(spec)
-    sr, sw = store_bytes(spec, b * n, hk, elt)
-    q, o = b * n * hq * d * elt, b * n * hq * d * elt
-    if n <= decode_max_tokens:
-        hist = b * hk * slot * (n * l + n * (n + 1) // 2)
-        return sr + hist + q, sw + o, "decode"
-    t = l + n
-    bf16_kv = 2 * b * t * hk * d * elt
-    return sr + b * t * hk * slot + bf16_kv + q, sw + bf16_kv + o, "dequant+sdpa"
+    ctxs, news = ctxs or [l] * b, news or [n] * b
+    rd, wr = store_bytes(spec, sum(news), hk, elt)
+    paths: list[str] = []
+    for c, m in zip(ctxs, news):
+        q = o = m * hq * d * elt
+        if c == 0:
+            path, r, w = "sdpa", 2 * m * hk * d * elt + q, o
+        elif m <= decode_max_tokens:
+            path, r, w = "decode", hk * slot * (m * c + m * (m + 1) // 2) + q, o
+        else:
+            bf16_kv = 2 * (c + m) * hk * d * elt
+            path, r, w = "dequant+sdpa", (c + m) * hk * slot + bf16_kv + q, bf16_kv + o
+        rd, wr = rd + r, wr + w
+        if path not in paths:
+            paths.append(path)
+    return rd, wr, " / ".join(paths)
 
 
 def sdpa_decode_bytes(b: int, l: int, hq: int, hk: int, d: int, elt: int = DTYPE_BYTES,
@@ -990,28 +1030,37 @@ class Bench:
         return r
 
     def run_prefill(self, kv, s: Shape, backend: str, r: dict) -> dict:
+        """``kv.prefill`` of B chunks (``prefill_lengths``). A mixed batch is timed twice: as the runtime runs it (chunks
+        of different lengths or histories padded into shared SDPA calls where the device's bound allows,
+        ``tqgen_runtime.api._pad_groups``), and with the padding bound 0 (one call a run of equal chunks, "classic");
+        x SDPA is over one bf16 SDPA call of the batch padded to its longest history and chunk."""
         import torch
-        b, l, n, hq, hk, d = s.b, s.l, s.n, s.hq, s.hk, s.d
-        rd, wr, path = prefill_bytes(kv.spec, b, l, n, hq, hk, self.limit)
+        b, hq, hk, d = s.b, s.hq, s.hk, s.d
+        ctxs, news = prefill_lengths(s.mix, b, s.l, s.n)
+        l, n = max(ctxs), max(news)
+        rd, wr, path = prefill_bytes(kv.spec, b, l, n, hq, hk, self.limit, ctxs=ctxs, news=news)
         r["path"] = path
         bs = kv.spec.block_size
         nbpb = -(-(l + n) // bs)
-        per_set = b * nbpb * bs * hk * _slot(kv.spec) + b * n * (hq + 2 * hk) * d * DTYPE_BYTES
+        t = sum(news)
+        per_set = b * nbpb * bs * hk * _slot(kv.spec) + t * (hq + 2 * hk) * d * DTYPE_BYTES
         temp = 4 * (l + n) * hk * d * DTYPE_BYTES + self.chunk * hk * d * DTYPE_BYTES * 3
         sets = self.sets_for(per_set, temp)
         if sets == 0:
             return self.skip_mem(r, per_set + temp)
         sd = self.sdpa_prefill(b, l, n, hq, hk, d)
+        seq = torch.repeat_interleave(torch.arange(b), torch.tensor(news))  # new token -> its sequence
+        pos = torch.cat([torch.arange(c, c + m) for c, m in zip(ctxs, news)])  # -> its position
+        seq, pos = seq.to(self.dev), pos.to(self.dev)
         ins = []
         for _ in range(sets):
-            cache, bt = self.paged_cache(kv, b, l, hk, d, extra=n)
-            pos = l + torch.arange(n, device=self.dev)
-            slots = (bt[:, pos // bs].long() * bs + (pos % bs)[None]).reshape(-1).to(torch.int32)
-            q = torch.randn(b * n, hq, d, dtype=self.dtype, device=self.dev)
-            k = torch.randn(b * n, hk, d, dtype=self.dtype, device=self.dev) * 2
-            v = torch.randn(b * n, hk, d, dtype=self.dtype, device=self.dev)
-            sl = torch.full((b,), l + n, dtype=torch.int32, device=self.dev)
-            qsl = torch.arange(0, b * n + 1, n, dtype=torch.int32, device=self.dev)
+            cache, bt = self.paged_cache(kv, b, l, hk, d, extra=n, lengths=ctxs)
+            slots = (bt[seq, pos // bs].long() * bs + pos % bs).to(torch.int32)
+            q = torch.randn(t, hq, d, dtype=self.dtype, device=self.dev)
+            k = torch.randn(t, hk, d, dtype=self.dtype, device=self.dev) * 2
+            v = torch.randn(t, hk, d, dtype=self.dtype, device=self.dev)
+            sl = torch.tensor([c + m for c, m in zip(ctxs, news)], dtype=torch.int32, device=self.dev)
+            qsl = torch.tensor([0] + list(itertools.accumulate(news)), dtype=torch.int32, device=self.dev)
             ins.append((q, k, v, cache, slots, bt, sl, qsl))
         # without the argument checks (as decode / store / dequant are timed: serving loops pass check=False); the
         # one host read of query_start_loc / seq_lens stays (device tensors here)
@@ -1021,12 +1070,34 @@ class Bench:
                       if bool(torch.isfinite(out0).all()) else "MISMATCH: non-finite values in the output")
         flush, l2 = self.l2_plan(per_set, sets)
         med, mn, reps = self.timer(fns, flush=flush)
+        if s.mix and self._pad_bound() != 0:
+            with self._pad_bound_zero():
+                r["classic_us"] = self.timer(fns, flush=flush)[0] * 1e6
         ins = fns = out0 = None  # noqa: F841
         self.finish(r, rd, wr, med, mn, reps, sets, l2)
-        r.update(sdpa_us=sd["us"], sdpa_note=sd["note"], vs_sdpa=sd["us"] / r["time_us"] if sd["us"] else None)
+        r.update(sdpa_us=sd["us"], vs_sdpa=sd["us"] / r["time_us"] if sd["us"] else None,
+                 sdpa_note=sd["note"] if not s.mix else f"one SDPA call over the batch padded to ctx {l} + {n} new",
+                 vs_classic=r["classic_us"] / r["time_us"] if r["classic_us"] else None)
         if r["variants"]:
-            r["variant"] = r["variants"].get("decode" if path == "decode" else "dequant")
+            first = path.split(" / ")[0]
+            r["variant"] = r["variants"].get({"decode": "decode", "sdpa": "store"}.get(first, "dequant"))
         return r
+
+    def _pad_bound(self) -> int:
+        """The runtime's prefill padding bound on this device (``tqgen_runtime.api._pad_scores``)."""
+        from tqgen_runtime import api
+        return api._pad_scores(self.dev)
+
+    @contextlib.contextmanager
+    def _pad_bound_zero(self):
+        """The runtime's prefill padding bound at 0 (equal chunks share SDPA calls, no others) for the block."""
+        from tqgen_runtime import api
+        saved = api.PREFILL_PAD_SCORES, api.PREFILL_PAD_SCORES_CPU
+        api.PREFILL_PAD_SCORES = api.PREFILL_PAD_SCORES_CPU = 0
+        try:
+            yield
+        finally:
+            api.PREFILL_PAD_SCORES, api.PREFILL_PAD_SCORES_CPU = saved
 
     def run_case(self, kv, s: Shape, backend: str, preset: str, layout: str) -> dict:
         import torch
@@ -1368,10 +1439,11 @@ _COLS = {  # op -> [(header, key, format)]
                 ("x SDPA decode", "vs_sdpa", ".2f"),
                 ("L2", "l2", ""), ("check", "check", ""), ("variant", "variant", "")],
     "prefill": [("backend", "backend", ""), ("preset", "preset", ""), ("layout", "layout", ""), ("B", "B", ""),
-                ("history L", "L", ""), ("new", "N", ""), ("Hq", "Hq", ""), ("Hk", "Hk", ""), ("D", "D", ""),
-                ("path", "path", ""), ("median us", "time_us", ".1f"), ("min us", "min_us", ".1f"),
+                ("history L", "L", ""), ("new", "N", ""), ("mix", "mix", ""), ("Hq", "Hq", ""), ("Hk", "Hk", ""),
+                ("D", "D", ""), ("path", "path", ""), ("median us", "time_us", ".1f"), ("min us", "min_us", ".1f"),
                 ("MB moved", "MB", ".4g"), ("GB/s", "GBps", ".4g"), ("% ceiling", "pct_ceiling", ".1f"),
-                ("SDPA chunk us", "sdpa_us", ".1f"), ("x SDPA", "vs_sdpa", ".2f"), ("L2", "l2", ""),
+                ("SDPA chunk us", "sdpa_us", ".1f"), ("x SDPA", "vs_sdpa", ".2f"), ("classic us", "classic_us", ".1f"),
+                ("x classic", "vs_classic", ".2f"), ("L2", "l2", ""),
                 ("check", "check", ""), ("variant", "variant", "")],
 }
 
@@ -1382,8 +1454,8 @@ _OP_NOTES = {
               "(flash-attn's flash_attn_with_kvcache where installed, else torch's compiled FlexAttention over a page "
               "pool with the block table as its BlockMask, replayed from a CUDA graph under --cuda-graph as the decodes: the "
               "run's baseline line says which); mode eager = "
-              "Python calls (small shapes then include host launch overhead), graph = CUDA-graph replay "
-              "(--cuda-graph). mix: a batch of mixed lengths (L = the longest; one-long = one sequence of L and B - 1 of "
+              "Python calls (timed as their GPU work behind the GPU hold: see the timing line), graph = CUDA-graph "
+              "replay (--cuda-graph). mix: a batch of mixed lengths (L = the longest; one-long = one sequence of L and B - 1 of "
               "L/32, ramp = L·i/B for i = 1..B; bytes count the tokens there are): a decode with length-balanced "
               "splits (C++, Triton) timed with them (path balanced), classic us = the same inputs on the classic split grid, "
               "x classic = classic / balanced; no SDPA equivalent. L2 floor (--l2-floor, equal lengths): the same "
@@ -1395,9 +1467,13 @@ _OP_NOTES = {
                "on the same shape / ours (dequant is the continuation-prefill path, not a decode).",
     "prefill": "`kv.prefill` of a continuation chunk (new tokens after L of history, per sequence); path = the "
                "runtime's choice (decode kernel per token for <= PREFILL_DECODE_MAX_TOKENS new tokens, else dequant "
-               "+ SDPA); eager calls with check=False (the one host read of query_start_loc / seq_lens, device tensors, "
-               "stays); bytes per path (see tqgen.bench.prefill_bytes); x SDPA = bf16 SDPA of the chunk on contiguous "
-               "K/V (causal_lower_right) / ours.",
+               "+ SDPA; a new prompt, L = 0: SDPA over its own K/V); eager calls with check=False (the one host read "
+               "of query_start_loc / seq_lens, device tensors, stays); bytes per path (see tqgen.bench.prefill_bytes); "
+               "x SDPA = bf16 SDPA of the chunk on contiguous K/V (causal_lower_right) / ours. mix: a batch of "
+               "different lengths (prompts = B new prompts of new/2 .. new tokens; histories = B chunks of new tokens "
+               "after L/2 .. L of history; evenly spread): timed as the runtime runs it (chunks padded into shared "
+               "SDPA calls within the device's bound) and as classic = the padding bound 0 (one call a run of equal "
+               "chunks), x classic = classic / ours; its x SDPA is over one call of the batch padded to its longest.",
 }
 
 
@@ -1590,7 +1666,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default="targets", choices=SUITES,
                    help="targets: the shapes of issue 6's targets; sweep: decode vs L (B 1, 32); full: every shape "
                         "issue 6 lists; smoke: tiny CPU shapes; mixed: decode of batches of mixed lengths; prefill: prefill "
-                        "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, and the dequant (default targets)")
+                        "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, the dequant, and batches of mixed lengths "
+                        "(default targets)")
     p.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable; default: the suite's)")
     p.add_argument("--preset", action="append", help=f"repeatable; default all: {', '.join(PRESETS)}")
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")
