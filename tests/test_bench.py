@@ -249,6 +249,13 @@ def test_bad_names_are_clear(args, needle, tmp_path, capsys):
     assert not list(tmp_path.iterdir())  # nothing ran
 
 
+def test_an_op_the_suite_lacks_is_clear(tmp_path, capsys):
+    assert main(["bench", "--suite", "prefill", "--op", "store", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "op=['store'] not supported: one of prefill, dequant" in err and "leave --op out" in err
+    assert not list(tmp_path.iterdir())  # nothing ran
+
+
 def test_bad_suite_is_clear(capsys):
     with pytest.raises(SystemExit) as e:
         main(["bench", "--suite", "huge"])

@@ -1258,7 +1258,13 @@ def run(a: argparse.Namespace) -> dict:
     presets, layouts, backends = _validate(a)
     ops = tuple(dict.fromkeys(a.op)) if a.op else OPS
     import tqgen_runtime as tqr
-    shapes = [s for s in suite_shapes(a.suite, tqr.PREFILL_DECODE_MAX_TOKENS) if s.op in ops]
+    every = suite_shapes(a.suite, tqr.PREFILL_DECODE_MAX_TOKENS)
+    shapes = [s for s in every if s.op in ops]
+    if not shapes:
+        have = list(dict.fromkeys(s.op for s in every))
+        raise SpecError([Reason("op", list(ops), have, f"the {a.suite} suite has shapes for these ops only; leave "
+                                "--op out for all of them, or pick a suite that has the op (full has every op)")],
+                        "no such shapes")
     if a.head_dim:
         have = sorted({s.d for s in shapes})
         bad = [d for d in dict.fromkeys(a.head_dim) if d not in have]
