@@ -44,8 +44,9 @@ class KernelParams:
 
     ``codes``: a letter a parameter, in order: ``P`` a pointer (an int; 0 for null), ``q`` int64, ``i`` int32, ``f``
     float32, ``L`` the kernels' ``struct TqLayout`` (16 int64, given as 16 ints: ``layout_params``). Native alignment,
-    as the compiler lays a kernel's parameters out (tests/test_generated_cpp.py checks ``offsets`` and sizes against
-    every compiled kernel's own parameter table, EIATTR_KPARAM_INFO)."""
+    as the compilers lay a kernel's parameters out (tests/test_generated_cpp.py checks ``offsets`` and sizes against
+    every compiled kernel's own parameter table: a cubin's EIATTR_KPARAM_INFO, an AMDGPU code object's ``.args``).
+    A value that does not fit its type raises ``struct.error`` (a ctypes scalar wrapped it silently)."""
 
     SIZES = {"P": 8, "q": 8, "i": 4, "f": 4, "L": 128}
 
