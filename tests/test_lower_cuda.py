@@ -541,6 +541,8 @@ def test_kernel_params_point_at_each_argument_in_c_layout():
     assert dec.offsets == (0, 8, 16, 24, 32, 40, 48, 56, 60, 64, 68, 72, 80, 208, 216)
     with pytest.raises(ValueError, match=r"unknown parameter codes \['d'\]"):
         KernelParams("Pd")
+    with pytest.raises(struct.error):  # an int32 of 2^31: refused, not wrapped (a ctypes c_int wrapped it)
+        kp.pack((0, 1, 2**31, 0.5, 3, *range(16)))
 
 
 @pytest.mark.parametrize("value_bits", [2, 3, 4])
