@@ -104,3 +104,29 @@ def test_value_division_without_division_is_correctly_rounded():
         pairs.append((np.float32(s * rng.uniform(0, 15)), s))
     bad = [(x, s) for x, s in pairs if x > 1e-30 and _markstein(x, s) != Fraction(float(np.float32(x) / s))]
     assert not bad, bad[:5]
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("bits", [2, 3, 4])
+def test_search_grid_compared_in_y_is_the_codebook_search_exactly(head_dim, bits):
+    """The Triton store's lookup (tq_store): cell = trunc(clamp(y·K + OFF)) in fp32, code = below[cell] + (y >=
+    midpoints[inside[cell]]), the midpoint compared in y as the reference does: equal to (y >= midpoints).sum() for
+    every y, no index flips, including a few ulps around every midpoint (ties go up), around every cell edge, NaN
+    (code 0), ±0 and |y| a little past 1."""
+    from tqgen.codebook import search_grid
+    g = search_grid(head_dim, bits)
+    mids = np.asarray(lloyd_max(head_dim, bits).midpoints, dtype=np.float32)
+    below, inside = np.array(g.below), np.array(g.inside)
+    gmid = np.where(inside >= 0, mids[np.maximum(inside, 0)], np.float32(np.inf)).astype(np.float32)
+    rng = np.random.default_rng(7 * bits + head_dim)
+    ulps = np.arange(-4, 5, dtype=np.int32)
+    around_mids = (mids.view(np.int32)[:, None] + ulps[None, :]).ravel().view(np.float32)
+    edges = ((np.arange(len(below) + 1) - g.offset) / g.scale).astype(np.float32)
+    y = np.concatenate([rng.normal(0, 1 / np.sqrt(head_dim), 100_000).astype(np.float32), around_mids,
+                        (edges[:, None] + rng.uniform(-1e-6, 1e-6, (len(edges), 50))).ravel().astype(np.float32),
+                        np.array([0.0, -0.0, 1.0, -1.0, 1.0001, -1.0001, np.nan], dtype=np.float32)])
+    tg = y * np.float32(g.scale) + np.float32(g.offset)
+    cell = np.where(tg == tg, np.minimum(np.maximum(tg, 0), len(below) - 1), 0).astype(np.int32)
+    got = below[cell] + (y >= gmid[cell])
+    want = (y[:, None] >= mids[None, :]).sum(-1)
+    assert (got == want).all(), y[got != want][:8]

@@ -72,6 +72,40 @@ def lloyd_max(head_dim: int, bits: int) -> Codebook:
     return Codebook(head_dim, bits, c, mid, mse)
 
 
+@dataclass(frozen=True)
+class SearchGrid:
+    """The codebook search ``(y >= midpoints).sum()`` as one table lookup (the stores: C++ ``bucket_grid``, Triton's
+    ``tq_store``). For a rotated unit-vector coordinate y (|y| <= 1), t = y·scale + offset lies in (0, cells) and falls
+    in cell trunc(t) of a uniform grid fine enough that each cell holds at most one midpoint, none within 2 % of a cell
+    edge (so a rounding that moves t across an edge changes nothing; offset is a half-integer, so the midpoint 0 sits
+    mid-cell). Cell g: ``below[g]`` midpoints lie left of it; ``inside[g]`` is the index of the one inside it, or -1;
+    the code of y is below[g] + (y >= midpoints[inside[g]])."""
+
+    scale: float  # a float32 value
+    offset: float
+    below: tuple[int, ...]
+    inside: tuple[int, ...]
+    mid_t: tuple[float, ...]  # each midpoint's t (float64)
+
+
+@lru_cache(maxsize=None)
+def search_grid(head_dim: int, bits: int) -> SearchGrid:
+    mids = np.asarray(lloyd_max(head_dim, bits).midpoints, dtype=np.float64)
+    gap = np.diff(mids).min()
+    for fac in np.linspace(0.95, 0.5, 91):
+        k = float(np.float32(1.0 / (gap * fac)))
+        off = math.ceil(k) + 1.5
+        t = mids * k + off
+        if (np.minimum(t - np.floor(t), np.ceil(t) - t) > 0.02).all():
+            break
+    else:  # pragma: no cover - every supported codebook finds a grid in the first steps
+        raise AssertionError(f"no search grid for D={head_dim} bits={bits}")
+    cells = range(int(2 * off) + 1)
+    below = tuple(int((t < g).sum()) for g in cells)
+    inside = tuple(next((i for i, x in enumerate(t) if g <= x < g + 1), -1) for g in cells)
+    return SearchGrid(k, off, below, inside, tuple(float(x) for x in t))
+
+
 def _bits16(x: float, bf16: bool) -> int:
     if bf16:
         u = struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .codebook import lloyd_max, lut_words
+from .codebook import lloyd_max, lut_words, search_grid
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
                  check_target)
 from .layout import derive_layout, field_alignment, pow2_divisor
@@ -553,32 +553,14 @@ def store_chunk(bits: int) -> int:
 
 
 def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
-    """The store's codebook search as one table lookup. For a rotated unit-vector coordinate y
-    (|y| <= 1), t = y·K + OFF lies in (0, cells) and falls in cell trunc(t) of a uniform grid fine
-    enough that each cell holds at most one midpoint, none within 2 % of a cell edge (so a rounding
-    that moves t across an edge changes nothing; OFF is a half-integer, so the midpoint 0 sits
-    mid-cell). Entry g: the code at the cell's left edge (midpoints below it) and the cell's
-    midpoint in t (or 3e38); ``c2``: the squared centroids by code (the fold's Σ c²)."""
-    cb = lloyd_max(head_dim, bits)
-    mids = np.asarray(cb.midpoints, dtype=np.float64)
-    c = np.asarray(cb.centroids, dtype=np.float64)
-    gap = np.diff(mids).min()
-    for fac in np.linspace(0.95, 0.5, 91):
-        k = float(np.float32(1.0 / (gap * fac)))
-        off = math.ceil(k) + 1.5
-        t = mids * k + off
-        if (np.minimum(t - np.floor(t), np.ceil(t) - t) > 0.02).all():
-            break
-    else:  # pragma: no cover - every supported codebook finds a grid in the first steps
-        raise AssertionError(f"no bucket grid for D={head_dim} bits={bits}")
-    entries = []
-    for g in range(int(2 * off) + 1):
-        below = int((t < g).sum())
-        inside = [x for x in t if g <= x < g + 1]
-        mid = _f32(inside[0]) if inside else "3.0e38f"
-        entries.append((below, mid))
+    """The store's codebook search as one table lookup (``codebook.search_grid``), as C literals: entry g is the
+    code at the cell's left edge (midpoints below it) and the cell's midpoint in t (or 3e38); ``c2``: the squared
+    centroids by code (the fold's Σ c²)."""
+    g = search_grid(head_dim, bits)
+    c = np.asarray(lloyd_max(head_dim, bits).centroids, dtype=np.float64)
+    entries = [(b, _f32(g.mid_t[i]) if i >= 0 else "3.0e38f") for b, i in zip(g.below, g.inside)]
     half = 1 << (bits - 1)
-    return {"scale": _f32(k), "offset": _f32(off), "entries": entries, "c2": [_f32(x ** 2) for x in c],
+    return {"scale": _f32(g.scale), "offset": _f32(g.offset), "entries": entries, "c2": [_f32(x ** 2) for x in c],
             "c2_middle": _f32(c[half] ** 2), "c2_first": _f32(c[0] ** 2)}
 
 

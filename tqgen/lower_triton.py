@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 
 from . import __version__
-from .codebook import lloyd_max, lut_words
+from .codebook import lloyd_max, lut_words, search_grid
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target,
                  is_power_of_two)
 from .layout import derive_layout, field_alignment
@@ -299,7 +299,8 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
         log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
-        rotate=rotates(spec),
+        rotate=rotates(spec), grid=None if spec.key_codec.is_fp8 else search_grid(spec.head_dim, spec.key_bits),
+        store_grid=store_grid(spec),
     )
 
 
@@ -355,6 +356,16 @@ def rotates(spec: LayoutSpec) -> bool:
     """Whether the Triton kernels rotate (the store's keys, the decode's queries by tq_prep_query, the dequant's keys
     back): the Hadamard-type rotations, the only ones Triton lowers (``triton_reasons``)."""
     return spec.rotation in (Rotation.HADAMARD, Rotation.RHT)
+
+
+def store_grid(spec: LayoutSpec) -> bool:
+    """Whether the Triton store finds a key's code by one table lookup (``codebook.search_grid``: a cell, its code
+    and midpoint by two gathers) rather than one compare a midpoint. Same codes either way; the lookup is fewer
+    instructions with 15 midpoints (4-bit keys) or with the fold's gather of centroids beside it (SoA), about as many
+    against 3-bit keys' 7 compares without it. SASS a row on sm90 (4 warps x 16 rows), compares -> lookup: 4bit_nc SoA
+    1422 -> 887, AoS 950 -> 855; k3v4_nc SoA 1062 -> 932, 3bit_nc SoA 1088 -> 960; AoS 3-bit keys 873-883 ->
+    900-908 (kept on compares)."""
+    return not spec.key_codec.is_fp8 and (spec.key_bits >= 4 or spec.fold_norm)
 
 
 def gqa_rows(g: int) -> int:
