@@ -1,0 +1,17 @@
+#!/bin/bash
+# Session 35's Triton store change (a key's code by one table lookup instead of a compare a midpoint: SASS a row on
+# sm90 4bit_nc SoA 1422 -> 887, AoS 950 -> 855, SoA 3-bit keys 1062-1088 -> 932-960; bytes identical on the CPU), to
+# run in a session with a device. Prepare here first: bash bench/dbg/ab_trees.sh prepare cf9fcf13 (the commit before
+# 211cc3e8, "Triton store: ... one table lookup"), carry .xfer/base.
+#  1. tests/test_triton_gpu.py (the Triton kernels on the GPU, the store among them);
+#  2. the store, same run, the tree before against this one: tqgen bench --suite targets --op store --backend triton;
+#  3. bench/dbg/triton_store_sweep.py: num_warps 1 / 2 / 4 x 16 / 32 rows a program (SASS a row, 4bit_nc SoA: 887 at
+#     4 warps, 617 at 2, 515 at 1 with 248 registers): the launch shape to make the default (a store_num_warps option).
+# Then: bench/results/h200-<date>-triton-store.md, HISTORY, README (the store line).
+set -u
+export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
+mkdir -p /tmp/pp && ln -sfn "$PWD/runtime" /tmp/pp/tqgen_runtime
+OUT=$OUT timeout 240 bash bench/dbg/gpu_tests.sh 6 tests/test_triton_gpu.py 2>&1 | tail -8
+[ -d .xfer/base ] && OUT=$OUT timeout 150 bash bench/dbg/ab_trees.sh run \
+  'python -m tqgen bench --suite targets --op store --backend triton --no-plot --out /tmp/abo --tag ts >/dev/null 2>&1; grep "^| triton" /tmp/abo/ts.md' 2
+timeout 240 python bench/dbg/triton_store_sweep.py 2>&1 | tail -70
