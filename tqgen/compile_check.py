@@ -114,7 +114,8 @@ def compile_variant(v: Variant, module, kernels: tuple[str, ...] | None = None) 
         fn = getattr(module, name.split(":")[0])  # "kernel:mode": a second specialisation of one kernel
         full_sig = dict(sig) | {k: "constexpr" for k in consts}
         ptr_attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
-        opts = v.options.launch_kwargs(v.target, decode=name.startswith("tq_decode_split"), dequant=name == "tq_dequant")
+        opts = v.options.launch_kwargs(v.target, decode=name.startswith("tq_decode_split"), dequant=name == "tq_dequant",
+                                       store=name == "tq_store")
         if name.startswith("tq_decode_merge"):
             opts = dict(opts, num_warps=v.options.merge_num_warps)
         rep = KernelReport(v.id, name, ok=False)

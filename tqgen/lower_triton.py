@@ -41,10 +41,11 @@ class TritonOptions:
     """Launch/compile options for one target; validates itself."""
 
     num_warps: int = 4
-    decode_num_warps: int = 0  # the decode split kernel's warps (0: num_warps; store and dequant keep num_warps)
+    decode_num_warps: int = 0  # the decode split kernel's warps (0: num_warps; the store and the dequant have their own)
     num_stages: int = 2
     block_n: int = 32  # decode tokens per tile
     store_block_m: int = 16  # store rows (token, head) per program
+    store_num_warps: int = 0  # the store's warps (0: num_warps)
     dequant_block_n: int = 16
     dequant_num_warps: int = 0  # the dequant's warps (0: num_warps)
     merge_num_warps: int = 4
@@ -61,13 +62,15 @@ class TritonOptions:
             v = getattr(self, name)
             if not is_power_of_two(v):
                 r.append(Reason(name, v, "a power of two"))
-        for name in ("decode_num_warps", "dequant_num_warps"):
+        for name in ("decode_num_warps", "dequant_num_warps", "store_num_warps"):
             v = getattr(self, name)
             if v and not is_power_of_two(v):
                 r.append(Reason(name, v, "0 (num_warps) or a power of two"))
-        if self.block_n < 16 or self.store_block_m < 16 or self.dequant_block_n < 16:
-            r.append(Reason("block_n/store_block_m/dequant_block_n", (self.block_n, self.store_block_m,
-                            self.dequant_block_n), "at least 16", "tl.dot needs 16 rows"))
+        if self.block_n < 16 or self.dequant_block_n < 16:
+            r.append(Reason("block_n/dequant_block_n", (self.block_n, self.dequant_block_n), "at least 16",
+                            "tl.dot needs 16 rows"))
+        if self.store_block_m < 4:
+            r.append(Reason("store_block_m", self.store_block_m, "at least 4"))
         if target.info.vendor is not Vendor.AMD and (self.waves_per_eu or self.matrix_instr_nonkdim or self.kpack != 1):
             r.append(Reason("waves_per_eu/matrix_instr_nonkdim/kpack", (self.waves_per_eu, self.matrix_instr_nonkdim,
                             self.kpack), "defaults on NVIDIA", "these are AMD-only options"))
@@ -81,10 +84,12 @@ class TritonOptions:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def launch_kwargs(self, target: Target, decode: bool = False, dequant: bool = False) -> dict[str, Any]:
-        """Triton launch keywords; ``decode`` / ``dequant``: for the decode split kernel / the dequant (their own warp
-        counts where set)."""
-        own = self.decode_num_warps if decode else self.dequant_num_warps if dequant else 0
+    def launch_kwargs(self, target: Target, decode: bool = False, dequant: bool = False,
+                      store: bool = False) -> dict[str, Any]:
+        """Triton launch keywords; ``decode`` / ``dequant`` / ``store``: for the decode split kernel / the dequant / the
+        store (their own warp counts where set)."""
+        own = (self.decode_num_warps if decode else self.dequant_num_warps if dequant
+               else self.store_num_warps if store else 0)
         warps = own or self.num_warps
         kw: dict[str, Any] = {"num_warps": warps, "num_stages": self.num_stages}
         if target.info.vendor is Vendor.AMD:

@@ -92,8 +92,9 @@ class TritonKernels:
             self._consts[key] = (klut, klut)
         return self._consts[key]
 
-    def _launch_kw(self, device: torch.device, decode: bool = False, dequant: bool = False) -> dict:
-        return self.variant.options.launch_kwargs(self.variant.target, decode, dequant) if device.type == "cuda" else {}
+    def _launch_kw(self, device: torch.device, decode: bool = False, dequant: bool = False, store: bool = False) -> dict:
+        o = self.variant.options
+        return o.launch_kwargs(self.variant.target, decode, dequant, store) if device.type == "cuda" else {}
 
     # ------------------------------------------------------------------ store
     def store(self, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
@@ -113,7 +114,7 @@ class TritonKernels:
             key, value, cache, cache.view(torch.int16), slot_mapping, c["rot"], c["mid"], c["gcode"], c["gmid"],
             c["cent"], n * hk,
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
-            **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device))
+            **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device, store=True))
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:

@@ -5,8 +5,9 @@
 # 211cc3e8, "Triton store: ... one table lookup"), carry .xfer/base.
 #  1. tests/test_triton_gpu.py (the Triton kernels on the GPU, the store among them);
 #  2. the store, same run, the tree before against this one: tqgen bench --suite targets --op store --backend triton;
-#  3. bench/dbg/triton_store_sweep.py: num_warps 1 / 2 / 4 x 16 / 32 rows a program (SASS a row, 4bit_nc SoA: 887 at
-#     4 warps, 617 at 2, 515 at 1 with 248 registers): the launch shape to make the default (a store_num_warps option).
+#  3. bench/dbg/triton_store_sweep.py: (store_num_warps, rows a program) = (4, 16) the default, (2, 8), (1, 16), (1, 8),
+#     (1, 4) (SASS a row, 4bit_nc SoA: 887, 706, 515, 526, 570; registers 115, 64, 248, 96, 64): the launch shape to
+#     make the default (TritonOptions.store_num_warps / store_block_m, per target or preset by an override).
 # Then: bench/results/h200-<date>-triton-store.md, HISTORY, README (the store line).
 set -u
 export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1

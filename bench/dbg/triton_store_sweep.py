@@ -1,6 +1,7 @@
 """The Triton store's launch shape (debug): every preset x layout (sm90 Triton, head_dim 128, 8 KV heads), N = 64K and
-256K tokens, timed by ``cuda_h200.bench`` (events behind the GPU hold) at num_warps 1 / 2 / 4 x store_block_m 16 / 32
-(the store's rows a program), with % of the copy ceiling (K + V read in bf16, the slot mapping, the slots written:
+256K tokens, timed by ``cuda_h200.bench`` (events behind the GPU hold) at (store_num_warps, store_block_m = the
+store's rows a program) = (4, 16) the default, (2, 8), (1, 16), (1, 8), (1, 4) (their SASS a row, read on the CPU:
+HISTORY, session 35), with % of the copy ceiling (K + V read in bf16, the slot mapping, the slots written:
 tqgen.bench.store_bytes) and the bytes checked equal to the default variant's. Two input sets used in turn (each larger
 than L2 at 64K). Prints a markdown table.
     PYTHONPATH=$PWD:/tmp/pp python bench/dbg/triton_store_sweep.py [PRESET ...]"""
@@ -23,7 +24,7 @@ presets = sys.argv[1:] or ["k8v4", "4bit_nc", "k3v4_nc", "3bit_nc"]
 dev, hk, d = torch.device("cuda"), 8, 128
 ceil = copy_ceiling()
 print(f"copy ceiling {ceil / 1e9:.0f} GB/s\n")
-print("| preset | layout | N | num_warps | store_block_m | us | % ceiling | bytes = default's |\n|---|---|---|---|---|---|---|---|")
+print("| preset | layout | N | store_num_warps | store_block_m | us | % ceiling | bytes = default's |\n|---|---|---|---|---|---|---|---|")
 for preset in presets:
     for layout in ("soa", "aos"):
         spec = preset_spec_for_target(preset, Target.SM90, layout=layout, head_dim=d)
@@ -38,20 +39,19 @@ for preset in presets:
                 sets.append((k, v, cache, slots))
             want = None
             rd, wr = store_bytes(spec, n, hk)
-            for w in (4, 2, 1):
-                for bm in (16, 32):
-                    kern = load_variant(make_variant(spec, Target.SM90, options=dataclasses.replace(
-                        base, num_warps=w, store_block_m=bm)))
-                    i = [0]
+            for w, bm in ((4, 16), (2, 8), (1, 16), (1, 8), (1, 4)):
+                kern = load_variant(make_variant(spec, Target.SM90, options=dataclasses.replace(
+                    base, store_num_warps=w, store_block_m=bm)))
+                i = [0]
 
-                    def call():
-                        kern.store(*sets[i[0] % 2], check=False)
-                        i[0] += 1
-                    sets[0][2].zero_()
-                    call()  # set 0 into a zeroed cache: this variant's bytes
-                    torch.cuda.synchronize()
-                    got = sets[0][2].clone()
-                    want = got if want is None else want
-                    us = bench(call, reps=20)
-                    print(f"| {preset} | {layout} | {n // 1024}K | {w} | {bm} | {us:.1f} | "
-                          f"{(rd + wr) / (us * 1e-6) / ceil * 100:.1f} | {bool(torch.equal(got, want))} |", flush=True)
+                def call():
+                    kern.store(*sets[i[0] % 2], check=False)
+                    i[0] += 1
+                sets[0][2].zero_()
+                call()  # set 0 into a zeroed cache: this variant's bytes
+                torch.cuda.synchronize()
+                got = sets[0][2].clone()
+                want = got if want is None else want
+                us = bench(call, reps=20)
+                print(f"| {preset} | {layout} | {n // 1024}K | {w} | {bm} | {us:.1f} | "
+                      f"{(rd + wr) / (us * 1e-6) / ceil * 100:.1f} | {bool(torch.equal(got, want))} |", flush=True)
