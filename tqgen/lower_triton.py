@@ -158,6 +158,15 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                                  ("head_dim", 128)), (("dequant_num_warps", 1),),
                    "SoA k3v4_nc at head_dim 128: the dequant on one warp, 1.24x the 4-warp default's speed (B=32 L=8K: "
                    "789 vs 973 us; 64 x 2 1.18x): bench/results/h200-2026-12-04-triton-dequant-sweep.md"),
+    *(OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("head_dim", d)), (("store_num_warps", 1),
+                                                                                  ("store_block_m", 8)),
+                     "Lloyd-Max keys: the store on one warp a program of 8 rows. It is bound by its instructions (4 "
+                     "warps x 16 rows: 855-960 SASS instructions a row at head_dim 128 against k8v4's 220, whose "
+                     "store reaches 65-70 % of the ceiling where these reach 7-24 %, h200-2026-12-02-full-store.md), "
+                     "and a 4-warp program repeats work across its warps: 1 x 8 takes 514-557 a row at head_dim 128 "
+                     "(1 x 16 508-540 with 220-248 registers, 2 x 8 675-756, 1 x 4 556-628) and 329-369 at 64 (4 x 16: "
+                     "492-564), with 64-128 registers (4 x 16: 80-125). CPU SASS (session 35); not timed on a GPU: "
+                     "bench/dbg/triton_store_sweep.py") for d in (64, 128)),
     # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
     OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
                    "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "
