@@ -158,15 +158,6 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                                  ("head_dim", 128)), (("dequant_num_warps", 1),),
                    "SoA k3v4_nc at head_dim 128: the dequant on one warp, 1.24x the 4-warp default's speed (B=32 L=8K: "
                    "789 vs 973 us; 64 x 2 1.18x): bench/results/h200-2026-12-04-triton-dequant-sweep.md"),
-    *(OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("head_dim", d)), (("store_num_warps", 1),
-                                                                                  ("store_block_m", 8)),
-                     "Lloyd-Max keys: the store on one warp a program of 8 rows. It is bound by its instructions (4 "
-                     "warps x 16 rows: 855-960 SASS instructions a row at head_dim 128 against k8v4's 220, whose "
-                     "store reaches 65-70 % of the ceiling where these reach 7-24 %, h200-2026-12-02-full-store.md), "
-                     "and a 4-warp program repeats work across its warps: 1 x 8 takes 514-557 a row at head_dim 128 "
-                     "(1 x 16 508-540 with 220-248 registers, 2 x 8 675-756, 1 x 4 556-628) and 329-369 at 64 (4 x 16: "
-                     "492-564), with 64-128 registers (4 x 16: 80-125). CPU SASS (session 35); not timed on a GPU: "
-                     "bench/dbg/triton_store_sweep.py") for d in (64, 128)),
     # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
     OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
                    "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "
@@ -314,7 +305,6 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
         log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
         rotate=rotates(spec), grid=None if spec.key_codec.is_fp8 else search_grid(spec.head_dim, spec.key_bits),
-        store_grid=store_grid(spec),
     )
 
 
@@ -370,16 +360,6 @@ def rotates(spec: LayoutSpec) -> bool:
     """Whether the Triton kernels rotate (the store's keys, the decode's queries by tq_prep_query, the dequant's keys
     back): the Hadamard-type rotations, the only ones Triton lowers (``triton_reasons``)."""
     return spec.rotation in (Rotation.HADAMARD, Rotation.RHT)
-
-
-def store_grid(spec: LayoutSpec) -> bool:
-    """Whether the Triton store finds a key's code by one table lookup (``codebook.search_grid``: a cell, its code
-    and midpoint by two gathers) rather than one compare a midpoint. Same codes either way; the lookup is fewer
-    instructions with 15 midpoints (4-bit keys) or with the fold's gather of centroids beside it (SoA), about as many
-    against 3-bit keys' 7 compares without it. SASS a row on sm90 (4 warps x 16 rows), compares -> lookup: 4bit_nc SoA
-    1422 -> 887, AoS 950 -> 855; k3v4_nc SoA 1062 -> 932, 3bit_nc SoA 1088 -> 960; AoS 3-bit keys 873-883 ->
-    900-908 (kept on compares)."""
-    return not spec.key_codec.is_fp8 and (spec.key_bits >= 4 or spec.fold_norm)
 
 
 def gqa_rows(g: int) -> int:

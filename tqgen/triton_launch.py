@@ -64,13 +64,13 @@ class TritonKernels:
         if key not in self._consts:
             s = self.spec
             z = torch.zeros(1, dtype=torch.float32, device=device)
-            c = {"rot": z, "mid": z, "gcode": torch.zeros(1, dtype=torch.int32, device=device), "gmid": z, "cent": z}
+            c = {"rot": z, "gcode": torch.zeros(1, dtype=torch.int32, device=device), "gmid": z, "cent": z}
             if not s.key_codec.is_fp8:
                 cent, mid = ref._codebook(s, device)
                 g = search_grid(s.head_dim, s.key_bits)  # the store's codebook search by cell
                 inside = torch.tensor(g.inside)
                 gmid = torch.where(inside >= 0, mid.cpu()[inside.clamp(min=0)], torch.tensor(float("inf")))
-                c.update(mid=mid.contiguous(), cent=cent.contiguous(), gcode=torch.tensor(g.below, dtype=torch.int32, device=device),
+                c.update(cent=cent.contiguous(), gcode=torch.tensor(g.below, dtype=torch.int32, device=device),
                          gmid=gmid.to(torch.float32).to(device))
             if rotates(s):  # (fp8 keys may be rotated too)
                 from .rotation import random_signs
@@ -111,8 +111,8 @@ class TritonKernels:
         bm = opts.store_block_m
         grid = (triton_cdiv(n * hk, bm),)
         self.module.tq_store[grid](
-            key, value, cache, cache.view(torch.int16), slot_mapping, c["rot"], c["mid"], c["gcode"], c["gmid"],
-            c["cent"], n * hk,
+            key, value, cache, cache.view(torch.int16), slot_mapping, c["rot"], c["gcode"], c["gmid"], c["cent"],
+            n * hk,
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
             **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device, store=True))
 

@@ -1,7 +1,7 @@
 """The Triton store's launch shape (debug): every preset x layout (sm90 Triton, head_dim 128, 8 KV heads), N = 64K and
 256K tokens, timed by ``cuda_h200.bench`` (events behind the GPU hold) at (store_num_warps, store_block_m = the
-store's rows a program) = (4, 16) the default, (2, 8), (1, 16), (1, 8), (1, 4) (their SASS a row, read on the CPU:
-HISTORY, session 35), with % of the copy ceiling (K + V read in bf16, the slot mapping, the slots written:
+store's rows a program) = (4, 16) the default, (2, 8), (1, 16), (1, 8), (1, 4) (their SASS a row:
+bench/dbg/triton_store_sass.py, HISTORY session 35), with % of the copy ceiling (K + V read in bf16, the slot mapping, the slots written:
 tqgen.bench.store_bytes) and the bytes checked equal to the default variant's. Two input sets used in turn (each larger
 than L2 at 64K). Prints a markdown table.
     PYTHONPATH=$PWD:/tmp/pp python bench/dbg/triton_store_sweep.py [PRESET ...]"""
