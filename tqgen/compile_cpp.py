@@ -250,16 +250,17 @@ def _hip_major(root: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def parse_amdgpu_notes(text: str) -> dict[str, dict]:
-    """Per kernel, from the AMDGPU metadata (``llvm-readelf --notes`` of a code object, or the
-    ``.amdgpu_metadata`` of ``-S`` output): the scalar keys of each map in the ``amdhsa.kernels`` list."""
+def _amdgpu_kernel_maps(text: str) -> list[tuple[dict[str, str], list[dict[str, str]]]]:
+    """Each map of the ``amdhsa.kernels`` list in AMDGPU metadata text: its scalar keys, and the keys of each entry of
+    its ``.args`` list."""
     lines = text.splitlines()
     start = next((n for n, line in enumerate(lines) if line.strip() == "amdhsa.kernels:"), None)
     if start is None:
-        return {}
+        return []
     base = len(lines[start]) - len(lines[start].lstrip())
-    items: list[dict[str, str]] = []
+    items: list[tuple[dict[str, str], list[dict[str, str]]]] = []
     item_ind = None
+    in_args = False
     for line in lines[start + 1:]:
         text_ = line.lstrip()
         ind = len(line) - len(text_)
@@ -269,12 +270,28 @@ def parse_amdgpu_notes(text: str) -> dict[str, dict]:
             break  # the next amdhsa.* key
         if text_.startswith("- ") and item_ind in (None, ind):  # a kernel's map begins
             item_ind = ind
-            items.append({})
+            items.append(({}, []))
             text_, ind = text_[2:], ind + 2
-        if items and ind == item_ind + 2 and (m := re.match(r"\.(\w+):[ \t]+(\S+)", text_)):
-            items[-1][m.group(1)] = m.group(2)  # deeper keys (.args) are skipped
+        if not items:
+            continue
+        m = re.match(r"(- )?\.(\w+):[ \t]*(\S*)", text_)
+        if ind == item_ind + 2 and m and not m.group(1):  # the kernel's own key (.args: opens its argument list)
+            in_args = m.group(2) == "args"
+            if m.group(3):
+                items[-1][0][m.group(2)] = m.group(3)
+        elif in_args and m:  # "- .key: v" opens an argument's map, ".key: v" continues it
+            if m.group(1):
+                items[-1][1].append({})
+            if items[-1][1]:
+                items[-1][1][-1][m.group(2)] = m.group(3)
+    return items
+
+
+def parse_amdgpu_notes(text: str) -> dict[str, dict]:
+    """Per kernel, from the AMDGPU metadata (``llvm-readelf --notes`` of a code object, or the
+    ``.amdgpu_metadata`` of ``-S`` output): the scalar keys of each map in the ``amdhsa.kernels`` list."""
     kernels: dict[str, dict] = {}
-    for f in items:
+    for f, _ in _amdgpu_kernel_maps(text):
         if "name" not in f:
             continue
         num = lambda key: int(f.get(key, "0"))  # noqa: E731
@@ -294,29 +311,9 @@ def amdgpu_kernel_params(code_object: Path) -> dict[str, list[tuple[int, int]]]:
     rc, notes = _run([str(_llvm_bin("llvm-readelf")), "--notes", str(code_object)])
     if rc != 0:
         raise RuntimeError(f"llvm-readelf --notes {code_object} failed ({rc}): {notes[-500:]}")
-    out: dict[str, list[tuple[int, int]]] = {}
-    kernels: list[tuple[dict, list[dict]]] = []  # (a kernel's keys, its args' keys)
-    in_args = False
-    for line in notes.splitlines():
-        t = line.strip()
-        ind = len(line) - len(line.lstrip())
-        if t.startswith("- ") and ind == 2:  # a kernel's map (amdhsa.kernels is at indent 0)
-            kernels.append(({}, []))
-            in_args, t, ind = False, t[2:], 4
-        if not kernels or not (m := re.match(r"(- )?\.(\w+):\s*(\S*)", t)):
-            continue
-        if ind == 4:  # the kernel's own keys (.args: opens its argument list)
-            in_args = m.group(2) == "args"
-            kernels[-1][0][m.group(2)] = m.group(3)
-        elif in_args:  # "- .key: v" opens an argument's map (indent 6), ".key: v" continues it (8)
-            if m.group(1):
-                kernels[-1][1].append({})
-            kernels[-1][1][-1][m.group(2)] = m.group(3)
-    for keys, args in kernels:
-        if "name" in keys:
-            out[keys["name"]] = [(int(a["offset"]), int(a["size"])) for a in args
-                                 if not a.get("value_kind", "").startswith("hidden_")]
-    return out
+    return {keys["name"]: [(int(a["offset"]), int(a["size"])) for a in args
+                           if not a.get("value_kind", "").startswith("hidden_")]
+            for keys, args in _amdgpu_kernel_maps(notes) if "name" in keys}
 
 
 def compile_hip(src: Path, arch: str, out_dir: Path, *, hip_root: Path | None = None, link: bool = True,
