@@ -100,27 +100,35 @@ def _cubin_report(cubin: bytes) -> tuple[int | None, int | None, int | None, str
     return as_int(regs), as_int(local), as_int(stack), text
 
 
-def compile_variant(v: Variant, module, kernels: tuple[str, ...] | None = None) -> list[KernelReport]:
+def compile_kernel(v: Variant, module, name: str, divisible: tuple[str, ...] = ()):
+    """Triton's compiled ``name`` ("kernel" or "kernel:mode", ``kernel_signatures``) of ``module`` for ``v``'s target, as
+    its launcher builds it: the signature and constexprs, pointers 16-byte aligned, the kernel's launch options;
+    ``divisible``: integer arguments compiled as multiples of 16 too (the launcher specialises them so where they
+    are). Raises what triton.compile raises."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    backend, arch, warp = GPU_TARGETS[v.target]
-    gpu = GPUTarget(backend, arch, warp)
+    sig, consts = kernel_signatures(v)[name]
+    fn = getattr(module, name.split(":")[0])  # "kernel:mode": a second specialisation of one kernel
+    attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items()
+             if t.startswith("*") or k in divisible}
+    opts = v.options.launch_kwargs(v.target, decode=name.startswith("tq_decode_split"), dequant=name == "tq_dequant",
+                                   store=name == "tq_store")
+    if name.startswith("tq_decode_merge"):
+        opts = dict(opts, num_warps=v.options.merge_num_warps)
+    return triton.compile(ASTSource(fn, dict(sig) | {k: "constexpr" for k in consts}, constexprs=consts, attrs=attrs),
+                          target=GPUTarget(*GPU_TARGETS[v.target]), options=opts)
+
+
+def compile_variant(v: Variant, module, kernels: tuple[str, ...] | None = None) -> list[KernelReport]:
     out = []
-    for name, (sig, consts) in kernel_signatures(v).items():
+    for name in kernel_signatures(v):
         if (kernels and name not in kernels) or (name.endswith(":balanced") and not v.options.balanced_decode):
             continue
-        fn = getattr(module, name.split(":")[0])  # "kernel:mode": a second specialisation of one kernel
-        full_sig = dict(sig) | {k: "constexpr" for k in consts}
-        ptr_attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
-        opts = v.options.launch_kwargs(v.target, decode=name.startswith("tq_decode_split"), dequant=name == "tq_dequant",
-                                       store=name == "tq_store")
-        if name.startswith("tq_decode_merge"):
-            opts = dict(opts, num_warps=v.options.merge_num_warps)
         rep = KernelReport(v.id, name, ok=False)
         try:
-            ck = triton.compile(ASTSource(fn, full_sig, constexprs=consts, attrs=ptr_attrs), target=gpu, options=opts)
+            ck = compile_kernel(v, module, name)
         except Exception as e:  # a compile failure is a finding, not a crash
             rep.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
             out.append(rep)

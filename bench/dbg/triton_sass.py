@@ -38,10 +38,6 @@ def main(argv=None) -> int:
     ap.add_argument("--mix", action="store_true", help="print the loop's opcode mix")
     ap.add_argument("--balanced", action="store_true", help="the decode's length-balanced specialisation")
     a = ap.parse_args(argv)
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     hd = int(os.environ.get("HEAD_DIM", "128"))
     spec = dataclasses.replace(preset_spec_for_target(a.preset, Target.SM90, layout=a.layout), head_dim=hd)
     changes = {k: int(v) for k, v in (o.split("=", 1) for o in a.options)}
@@ -50,12 +46,8 @@ def main(argv=None) -> int:
         p = Path(tmp) / v.id / "kernel.py"
         p.parent.mkdir()
         p.write_text(render_triton(v))
-        fn = import_kernel_module(p).tq_decode_split
-        sig, consts = compile_check.kernel_signatures(v)["tq_decode_split" + (":balanced" if a.balanced else "")]
-        attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items() if t.startswith("*")}
+        ck = compile_check.compile_kernel(v, import_kernel_module(p), "tq_decode_split" + (":balanced" if a.balanced else ""))
         opts = v.options.launch_kwargs(v.target, decode=True)
-        ck = triton.compile(ASTSource(fn, dict(sig) | {k: "constexpr" for k in consts}, constexprs=consts, attrs=attrs),
-                            target=GPUTarget("cuda", 90, 32), options=opts)
         cubin = Path(tmp) / "k.cubin"
         cubin.write_bytes(ck.asm["cubin"])
         regs, spill, stack, _ = compile_check._cubin_report(ck.asm["cubin"])

@@ -28,10 +28,6 @@ from tqgen.triton_launch import import_kernel_module  # noqa: E402
 
 
 def count(preset: str, layout: str, changes: dict) -> str:
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     hd = int(os.environ.get("HEAD_DIM", "128"))
     spec = dataclasses.replace(preset_spec_for_target(preset, Target.SM90, layout=layout), head_dim=hd)
     v = make_variant(spec, Target.SM90, options=dataclasses.replace(triton_options(spec, Target.SM90), **changes))
@@ -39,13 +35,10 @@ def count(preset: str, layout: str, changes: dict) -> str:
         p = Path(tmp) / v.id / "kernel.py"
         p.parent.mkdir()
         p.write_text(render_triton(v))
-        fn = import_kernel_module(p).tq_store
-        sig, consts = compile_check.kernel_signatures(v)["tq_store"]
-        attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k, t in sig.items()
-                 if t.startswith("*") or k.startswith("stride") or k == "n_rows"}
+        ck = compile_check.compile_kernel(v, import_kernel_module(p), "tq_store",
+                                          divisible=("stride_kn", "stride_kh", "stride_vn", "stride_vh", "n_rows"))
         opts = v.options.launch_kwargs(v.target, store=True)
-        ck = triton.compile(ASTSource(fn, dict(sig) | {k: "constexpr" for k in consts}, constexprs=consts, attrs=attrs),
-                            target=GPUTarget("cuda", 90, 32), options=opts)
+        consts = compile_check.kernel_signatures(v)["tq_store"][1]
         cubin = Path(tmp) / "k.cubin"
         cubin.write_bytes(ck.asm["cubin"])
         regs, spill, stack, _ = compile_check._cubin_report(ck.asm["cubin"])
