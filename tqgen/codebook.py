@@ -87,6 +87,12 @@ class SearchGrid:
     inside: tuple[int, ...]
     mid_t: tuple[float, ...]  # each midpoint's t (float64)
 
+    def cell_midpoints(self, midpoints: np.ndarray) -> np.ndarray:
+        """float32 [cells]: the midpoint inside each cell (from ``midpoints``, the codebook's), +inf where none."""
+        inside = np.asarray(self.inside)
+        return np.where(inside >= 0, np.asarray(midpoints, dtype=np.float32)[np.maximum(inside, 0)],
+                        np.float32(np.inf)).astype(np.float32)
+
 
 @lru_cache(maxsize=None)
 def search_grid(head_dim: int, bits: int) -> SearchGrid:

@@ -66,12 +66,10 @@ class TritonKernels:
             z = torch.zeros(1, dtype=torch.float32, device=device)
             c = {"rot": z, "gcode": torch.zeros(1, dtype=torch.int32, device=device), "gmid": z, "cent": z}
             if not s.key_codec.is_fp8:
-                cent, mid = ref._codebook(s, device)
-                g = search_grid(s.head_dim, s.key_bits)  # the store's codebook search by cell
-                inside = torch.tensor(g.inside)
-                gmid = torch.where(inside >= 0, mid.cpu()[inside.clamp(min=0)], torch.tensor(float("inf")))
-                c.update(cent=cent.contiguous(), gcode=torch.tensor(g.below, dtype=torch.int32, device=device),
-                         gmid=gmid.to(torch.float32).to(device))
+                cb, g = lloyd_max(s.head_dim, s.key_bits), search_grid(s.head_dim, s.key_bits)  # the search by cell
+                c.update(cent=torch.from_numpy(cb.centroids.copy()).to(device),
+                         gcode=torch.tensor(g.below, dtype=torch.int32, device=device),
+                         gmid=torch.from_numpy(g.cell_midpoints(cb.midpoints)).to(device))
             if rotates(s):  # (fp8 keys may be rotated too)
                 from .rotation import random_signs
                 signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
