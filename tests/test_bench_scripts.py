@@ -14,6 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PY = sorted((ROOT / "bench").rglob("*.py"))
 SH = sorted((ROOT / "bench").rglob("*.sh"))
+_TOP = ast.parse((ROOT / "bench" / "cuda_h200.py").read_text()).body
+HELPERS = {n.name for n in _TOP if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | {
+    t.id for n in _TOP if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}  # cuda_h200's names
 
 
 def test_there_are_scripts():
@@ -24,17 +27,13 @@ def test_there_are_scripts():
 def test_python_script_compiles_and_its_imports_exist(path):
     tree = ast.parse(path.read_text(), filename=str(path))
     compile(tree, str(path), "exec")
-    helpers = {n.name for n in ast.parse((ROOT / "bench" / "cuda_h200.py").read_text()).body
-               if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    helpers |= {t.id for n in ast.parse((ROOT / "bench" / "cuda_h200.py").read_text()).body
-                if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     missing = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
             continue
         names = [a.name for a in node.names if a.name != "*"]
         if node.module == "cuda_h200":
-            missing += [f"cuda_h200.{n}" for n in names if n not in helpers]
+            missing += [f"cuda_h200.{n}" for n in names if n not in HELPERS]
         elif node.module.split(".")[0] in ("tqgen", "tqgen_runtime"):
             mod = importlib.import_module(node.module)
             missing += [f"{node.module}.{n}" for n in names if not hasattr(mod, n) and not (
