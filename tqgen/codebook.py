@@ -87,6 +87,10 @@ class SearchGrid:
     inside: tuple[int, ...]
     mid_t: tuple[float, ...]  # each midpoint's t (float64)
 
+    @property
+    def last_cell(self) -> int:
+        return len(self.below) - 1
+
     def cell_midpoints(self, midpoints: np.ndarray) -> np.ndarray:
         """float32 [cells]: the midpoint inside each cell (from ``midpoints``, the codebook's), +inf where none."""
         inside = np.asarray(self.inside)
