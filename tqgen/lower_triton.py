@@ -158,6 +158,24 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                                  ("head_dim", 128)), (("dequant_num_warps", 1),),
                    "SoA k3v4_nc at head_dim 128: the dequant on one warp, 1.24x the 4-warp default's speed (B=32 L=8K: "
                    "789 vs 973 us; 64 x 2 1.18x): bench/results/h200-2026-12-04-triton-dequant-sweep.md"),
+    # the store's launch shape at head_dim 128 (bench/dbg/triton_store_sweep.py; h200-2026-12-05-session36.md)
+    OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"), ("head_dim", 128)),
+                   (("store_num_warps", 1), ("store_block_m", 8)),
+                   "fp8 keys at head_dim 128: the store on one warp a program of 8 rows, % of the copy ceiling at "
+                   "64K / 256K tokens AoS 59.0 / 62.5 vs 53.5 / 56.3 (4 warps x 16), SoA 65.8 / 69.2 vs 64.5 / 67.8 "
+                   "(bench/results/h200-2026-12-05-session36.md)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 4), ("head_dim", 128)),
+                   (("store_num_warps", 2), ("store_block_m", 8)),
+                   "4-bit Lloyd-Max keys at head_dim 128: the store on 2 warps a program of 8 rows, 64K / 256K AoS "
+                   "30.7 / 31.7 % vs 30.2 / 31.1 (4 x 16), SoA 28.5 / 29.4 vs 27.1 / 27.8; 1 x 4 within 1 % "
+                   "(bench/results/h200-2026-12-05-session36.md)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3), ("head_dim", 128)),
+                   (("store_num_warps", 1), ("store_block_m", 4)),
+                   "3-bit Lloyd-Max keys at head_dim 128: the store on one warp a program of 4 rows, 1.7-1.9x the "
+                   "4 x 16 default's speed: 64K / 256K k3v4_nc AoS 28.2 / 28.9 % vs 16.7 / 17.0, SoA 25.2 / 25.9 vs "
+                   "14.8 / 15.0; 3bit_nc AoS 26.8 / 27.6 vs 14.4 / 14.6, SoA 24.9 / 25.6 vs 14.2 / 14.4 (the table "
+                   "lookup's gathers are load instructions: more programs in flight hide them; bench/results/"
+                   "h200-2026-12-05-session36.md)"),
     # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
     OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
                    "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "
