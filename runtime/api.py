@@ -42,11 +42,15 @@ PREFILL_DEQUANT_BYTES = int(os.environ.get("TQGEN_PREFILL_DEQUANT_BYTES", str(1 
 ATTN_BLOCK_BYTES = int(os.environ.get("TQGEN_ATTN_BLOCK_BYTES", str(1 << 28)))
 #: Prefill chunks of different lengths (or histories) share one causal SDPA call, their queries padded to the group's
 #: span of positions (``_pad_groups``): a chunk joins when the scores its padding adds (query-key pairs x query heads;
-#: a first chunk of n tokens in a group of longest nmax: (nmax² - n²) / 2 x heads) are at most this many, about one
-#: call's fixed cost: 57 us of host time an SDPA call (session 32, bench/results/h200-2026-12-04-fresh-prefill.md,
-#: run 6) at the 7.3e11 causal scores/s of a batched call there (B=32 n=512, Hq 32, D 128): 4.2e7 scores. An estimate
-#: from those two measurements, not a sweep.
-PREFILL_PAD_SCORES = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES", str(1 << 25)))
+#: a first chunk of n tokens in a group of longest nmax: (nmax² - n²) / 2 x heads) are at most this many. Measured
+#: on the H200 (bench/results/h200-2026-12-05-prefill-v5.md, GPU time of the batch padded as the runtime pads it
+#: vs one call a distinct chunk, 4bit_nc SoA, Hq 32, D 128): at 2^25 new prompts of 256..512 tokens in one call were
+#: 1.32x (B=8) / 2.0x (B=32) faster, but prompts of 1024..2048 tokens (2 groups) 0.63x / 0.50x and 512-token chunks
+#: after 2K..4K of history at B=32 (11 groups) 0.57x: their padding's scores cost more than the calls they save.
+#: At 2^22 (4.2e6 scores) each of those batches of short prompts is still one call, the 8 long prompts and both
+#: history batches are one call a chunk, and the 32 long prompts go in 11 calls instead of 2 (2^21: 17; 2^20: 32, but
+#: then the short prompts take 3 calls).
+PREFILL_PAD_SCORES = int(os.environ.get("TQGEN_PREFILL_PAD_SCORES", str(1 << 22)))
 #: The same for CPU tensors: 0, equal lengths only (measured on a 2-core x86 CPU: 8 prompts of 260-310 tokens, Hq 32,
 #: D 128, in one padded call 51 ms against 26 ms a call each: the gathers took 13 ms and SDPA's CPU kernel is no
 #: faster batched; a call's fixed cost is small there)

@@ -191,6 +191,7 @@ def test_mixed_prefill_timed_with_and_without_padding(tmp_path, monkeypatch):
     bounds, the rows carry classic us / x classic, and the runtime's bounds are restored after the run."""
     import tqgen_runtime.api as api
     monkeypatch.setattr(api, "PREFILL_PAD_SCORES_CPU", 2**25)
+    gpu_bound = api.PREFILL_PAD_SCORES
     seen = []
     groups = api._pad_groups
     monkeypatch.setattr(api, "_pad_groups", lambda spans, hq, tb, pad: seen.append(pad) or groups(spans, hq, tb, pad))
@@ -201,7 +202,7 @@ def test_mixed_prefill_timed_with_and_without_padding(tmp_path, monkeypatch):
     assert len(mixed) == 2 and all(r["status"] == "ok" for r in mixed)
     assert all(r["classic_us"] > 0 and r["vs_classic"] == pytest.approx(r["classic_us"] / r["time_us"]) for r in mixed)
     assert {2**25, 0} <= set(seen)
-    assert (api.PREFILL_PAD_SCORES_CPU, api.PREFILL_PAD_SCORES) == (2**25, 2**25)  # restored after the classic timing
+    assert (api.PREFILL_PAD_SCORES_CPU, api.PREFILL_PAD_SCORES) == (2**25, gpu_bound)  # restored after the classic timing
 
 
 def test_triton_interpreter_checked_and_cuda_unavailable(tmp_path):

@@ -94,14 +94,15 @@ def test_prefill_batch_on_gpu(preset, layout, backend):
     assert torch.equal(cache, single)  # one call at a time stored the same slots
 
 
-def test_padded_prefill_groups_on_gpu(sdpa_calls):
+def test_padded_prefill_groups_on_gpu(sdpa_calls, monkeypatch):
     """New prompts of different lengths attend their raw K/V in one padded flash SDPA call (is_causal: a padded key
     sits after every real query of its sequence), longer chunks of different histories their dequantised cache in one
     bottom-right causal call over the group's span of positions, and each equals its sequence prefilled alone within
     one bf16 ulp of max |out| (2^-7 of it: one rounding of a differently batched kernel); a prompt past the padding
     bound gets its own call."""
+    monkeypatch.setattr(tqr.api, "PREFILL_PAD_SCORES", 1 << 25)  # the grouping rule at a bound these spans exercise
     kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device="cuda")
-    # prompts: (3000² - 300²) / 2 x 32 heads > PREFILL_PAD_SCORES: apart; chunks after 2000 / 2100 / 1900 tokens: one
+    # prompts: (3000² - 300²) / 2 x 32 heads > 2^25: apart; chunks after 2000 / 2100 / 1900 tokens: one
     # call over positions 1900..2511 (the padding's scores 2.0e7 x 32 heads <= 2^25)
     ctxs, news = [0, 0, 0, 0, 0, 0, 2000, 2100, 1900], [300, 257, 1, 290, 3000, 64, 512, 400, 512]
     c = prefill_batch_case(kv.spec, kv.store, 8, 32, ctxs, news, blocks=200, device="cuda", seed=12)
