@@ -4,7 +4,8 @@
 #   on the GPU:  bash bench/dbg/ab_trees.sh run 'CMD' [ROUNDS] # CMD in base, then in this tree, ROUNDS times
 # (carry .xfer/base to the device). CMD runs from each tree's root with that tree first on PYTHONPATH
 # (scripts under bench/ do not see the current directory otherwise) and its own kernel cache; every
-# stdout line is prefixed "base " or "new " and appended to $OUT/ab.txt. Example:
+# stdout line is prefixed "base " or "new " and appended to $OUT/ab.txt. $AB_NEW is this tree's root in both runs (a
+# script base lacks: python $AB_NEW/bench/dbg/x.py runs this tree's script on each tree's package). Example:
 #   bash bench/dbg/ab_trees.sh run 'LAYOUT=aos python bench/dbg/sweep3.py default 4bit_nc,3bit_nc' 2
 set -u
 R=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,7 +17,7 @@ case "${1:-}" in
     echo "base = $2 in $R/.xfer/base" ;;
   run)
     CMD=${2:?a command}; ROUNDS=${3:-1}; OUTF=${OUT:-/tmp}/ab.txt
-    export PYTHONUNBUFFERED=1
+    export PYTHONUNBUFFERED=1 AB_NEW=$R
     for t in base new; do  # tqgen_runtime is the runtime/ folder under its installed name
       mkdir -p "/tmp/ab_pp_$t"; ln -sfn "$([ $t = base ] && echo "$R/.xfer/base" || echo "$R")/runtime" "/tmp/ab_pp_$t/tqgen_runtime"
     done
