@@ -1,11 +1,13 @@
 """kv.prefill of chunks of *different* lengths or histories, 4bit_nc SoA (C++ store, dequant), check=False, lengths as
 host tensors, Hq 32 / Hk 8 / D 128, bf16: equal chunks only (PREFILL_PAD_SCORES = 0: one call a chunk for distinct
-lengths, as before session 34) against the padded groups of session 34 (the default PREFILL_PAD_SCORES), in one
-process, two rounds.
+lengths, as before session 34) against the padded groups of session 34 at each bound of PADS (default: the runtime's
+PREFILL_PAD_SCORES), in one process, two rounds; wall time a call (host and GPU: the call reads its lengths on the
+host, so an eager caller waits for both).
 Table 1, new prompts (no history): B prompts of n/2..n tokens (seeded); x SDPA = one bf16 causal SDPA call over the
 batch padded to its longest prompt [B, Hq, nmax, D] (the attention alone, no grouping to do). Table 2, continuation
 chunks of 512 tokens after histories of L/2..L tokens (stored first; the dequant + SDPA path). Prints markdown.
-    PYTHONPATH=<tree>:/tmp/pp python bench/dbg/mixed_fresh_prefill.py"""
+    PYTHONPATH=<tree>:/tmp/pp [PADS=4194304,33554432] python bench/dbg/mixed_fresh_prefill.py"""
+import os
 import sys
 from pathlib import Path
 
@@ -21,9 +23,14 @@ from cuda_h200 import wall_us  # noqa: E402
 dev = torch.device("cuda")
 kv = tqr.load("4bit_nc", layout="soa", num_kv_heads=8, num_q_heads=32, device=dev)
 default = api.PREFILL_PAD_SCORES
-print("| round | B | lengths | calls (equal runs) | us | calls (padded) | us | padded / equal runs | padded SDPA us | "
-      "x SDPA |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+pads = [0] + [int(x) for x in os.environ.get("PADS", str(default)).split(",")]
+cols = "".join(f" calls (2^{p.bit_length() - 1}) | us | / equal runs |" for p in pads[1:])
+print(f"| round | B | lengths | calls (equal runs) | us |{cols} padded SDPA us |\n|{'---|' * (6 + 3 * len(pads[1:]))}")
+
+
+def cells(res):
+    (c0, u0), rest = res[0], res[1:]
+    return f"{c0} | {u0:.1f} | " + "".join(f"{c} | {u:.1f} | {u / u0:.2f} | " for c, u in rest)
 
 
 timed = wall_us
@@ -50,7 +57,7 @@ for rnd in (1, 2):
             sl = torch.tensor(news, dtype=torch.int32)
             qsl = torch.tensor([0] + torch.tensor(news).cumsum(0).tolist(), dtype=torch.int32)
             res = []
-            for pad in (0, default):
+            for pad in pads:
                 api.PREFILL_PAD_SCORES = pad
                 res.append((n_calls(pad, [(0, m) for m in news], 48 * 256),
                             timed(lambda: kv.prefill(q, k, k, cache, slots, bt, sl, qsl, check=False))))
@@ -59,17 +66,14 @@ for rnd in (1, 2):
             qq = torch.randn(b, 32, top, 128, device=dev, dtype=torch.bfloat16)
             kk = torch.randn(b, 8, top, 128, device=dev, dtype=torch.bfloat16)
             sd = timed(lambda: F.scaled_dot_product_attention(qq, kk, kk, is_causal=True, enable_gqa=True))
-            (c0, u0), (c1, u1) = res
-            print(f"| {rnd} | {b} | {min(news)}-{top} | {c0} | {u0:.1f} | {c1} | {u1:.1f} | {u1 / u0:.2f} | {sd:.1f} | "
-                  f"{sd / u1:.2f} |", flush=True)
+            print(f"| {rnd} | {b} | {min(news)}-{top} | {cells(res)}{sd:.1f} |", flush=True)
 
 print()
-print("| round | B | histories | calls (equal runs) | us | calls (padded) | us | padded / equal runs |")
-print("|---|---|---|---|---|---|---|---|")
+print(f"| round | B | histories | calls (equal runs) | us |{cols}\n|{'---|' * (5 + 3 * len(pads[1:]))}")
 n = 512
 for rnd in (1, 2):
     for b in (8, 32):
-        for L in (2048, 8192):
+        for L in (4096, 8192):
             g = torch.Generator().manual_seed(b * L + 1)
             ctxs = torch.randint(L // 2, L + 1, (b,), generator=g).tolist()
             bs = kv.spec.block_size
@@ -86,11 +90,9 @@ for rnd in (1, 2):
             sl = torch.tensor([c + n for c in ctxs], dtype=torch.int32)
             qsl = torch.arange(0, b * n + 1, n, dtype=torch.int32)
             res = []
-            for pad in (0, default):
+            for pad in pads:
                 api.PREFILL_PAD_SCORES = pad
                 res.append((n_calls(pad, [(c, c + n) for c in ctxs], 32 * 256),
                             timed(lambda: kv.prefill(q, k, k, cache, slots, bt, sl, qsl, check=False), reps=10)))
             api.PREFILL_PAD_SCORES = default
-            (c0, u0), (c1, u1) = res
-            print(f"| {rnd} | {b} | {min(ctxs)}-{max(ctxs)} | {c0} | {u0:.1f} | {c1} | {u1:.1f} | {u1 / u0:.2f} |",
-                  flush=True)
+            print(f"| {rnd} | {b} | {min(ctxs)}-{max(ctxs)} | {cells(res)}", flush=True)
