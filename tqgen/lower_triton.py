@@ -176,6 +176,18 @@ TRITON_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "14.8 / 15.0; 3bit_nc AoS 26.8 / 27.6 vs 14.4 / 14.6, SoA 24.9 / 25.6 vs 14.2 / 14.4 (the table "
                    "lookup's gathers are load instructions: more programs in flight hide them; bench/results/"
                    "h200-2026-12-05-session36.md)"),
+    # ... and at head_dim 64 (TQ_D=64 bench/dbg/triton_store_sweep.py, 8 KV heads; h200-2026-12-05-session36.md)
+    OptionOverride(Target.SM90, (("key_codec", "fp8_e4m3fn"), ("head_dim", 64)),
+                   (("store_num_warps", 1), ("store_block_m", 16)),
+                   "fp8 keys at head_dim 64: the store on one warp a program of 16 rows, 64K / 256K SoA 56.7 / 61.3 % "
+                   "of the copy ceiling vs 48.2 / 50.9 (4 x 16), AoS 48.4 / 52.4 vs 43.4 / 45.5 (bench/results/"
+                   "h200-2026-12-05-session36.md)"),
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("head_dim", 64)),
+                   (("store_num_warps", 1), ("store_block_m", 8)),
+                   "Lloyd-Max keys at head_dim 64: the store on one warp a program of 8 rows, 64K / 256K 4bit_nc SoA "
+                   "26.7 / 28.0 % vs 25.0 / 26.0 (4 x 16), AoS 27.4 / 28.8 vs 26.3 / 27.4; k3v4_nc SoA 25.3 / 26.6 vs "
+                   "15.7 / 16.2, AoS 26.3 / 27.7 vs 16.8 / 17.3; 3bit_nc SoA 24.4 / 25.5 vs 14.9 / 15.3, AoS 26.1 / "
+                   "27.3 vs 16.2 / 16.7 (bench/results/h200-2026-12-05-session36.md)"),
     # last: head_dim 256 (the C++ decode stops at 128, so Triton serves it) undoes the one- and two-warp tiles above
     OptionOverride(Target.SM90, (("head_dim", 256),), (("decode_num_warps", 0), ("block_n", 32)),
                    "head_dim 256: 4 warps on 32-token tiles, the only configuration without a stack frame for every "
