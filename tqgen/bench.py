@@ -1059,11 +1059,13 @@ class Bench:
             q = torch.randn(t, hq, d, dtype=self.dtype, device=self.dev)
             k = torch.randn(t, hk, d, dtype=self.dtype, device=self.dev) * 2
             v = torch.randn(t, hk, d, dtype=self.dtype, device=self.dev)
-            sl = torch.tensor([c + m for c, m in zip(ctxs, news)], dtype=torch.int32, device=self.dev)
-            qsl = torch.tensor([0] + list(itertools.accumulate(news)), dtype=torch.int32, device=self.dev)
+            # seq_lens / query_start_loc as host tensors, as a serving loop has them: on device tensors the call
+            # would read them back, a sync that lets the GPU drain the hold and wait on the host inside the timed
+            # interval (session 36: rows doing the same calls read 0.69-0.92x apart)
+            sl = torch.tensor([c + m for c, m in zip(ctxs, news)], dtype=torch.int32)
+            qsl = torch.tensor([0] + list(itertools.accumulate(news)), dtype=torch.int32)
             ins.append((q, k, v, cache, slots, bt, sl, qsl))
-        # without the argument checks (as decode / store / dequant are timed: serving loops pass check=False); the
-        # one host read of query_start_loc / seq_lens stays (device tensors here)
+        # without the argument checks (as decode / store / dequant are timed: serving loops pass check=False)
         fns = [lambda i=i: kv.prefill(*i, check=False) for i in ins]
         out0 = kv.prefill(*ins[0])
         r["check"] = ("ok (finite; prefill composes the checked store/decode/dequant)"

@@ -6,3 +6,6 @@ set -u
 export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
 mkdir -p /tmp/pp && ln -sfn "$PWD/runtime" /tmp/pp/tqgen_runtime
 PADS=1048576,4194304,33554432 timeout 280 python bench/dbg/mixed_fresh_prefill.py 2>&1 | tee "$OUT/mixed-fresh-prefill.md"
+# the prefill suite with host seq_lens / query_start_loc (no read-back inside the timed call: the hold holds)
+timeout 100 python -m tqgen bench --suite prefill --backend cuda --preset 4bit_nc --layout soa --out "$OUT" --budget-s 70 \
+  --no-plot --tag h200-prefill-v7 2>&1 | tail -1
