@@ -45,7 +45,7 @@ for preset in presets:
             ref.store(spec, sets[0][0], sets[0][1], want, sets[0][3])
             rd, wr = store_bytes(spec, n, hk)
             shapes = [(4, 16), (2, 8), (1, 16), (1, 8), (1, 4)]
-            cur = (base.store_num_warps or base.num_warps, base.store_block_m)
+            cur = (base.launch_kwargs(Target.SM90, store=True)["num_warps"], base.store_block_m)  # the default's
             for w, bm in shapes + ([] if cur in shapes else [cur]):
                 kern = load_variant(make_variant(spec, Target.SM90, options=dataclasses.replace(
                     base, store_num_warps=w, store_block_m=bm)))
