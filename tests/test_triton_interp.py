@@ -163,6 +163,47 @@ def test_interpreter_rounds_to_bf16_like_the_gpu():
     assert nan.isnan().all()
 
 
+def test_interpreter_fma_rounds_once_like_the_gpu():
+    """tl.fma in the interpreter is the correctly rounded fma (tqgen.interpreter_fixes item 7; Triton 3.6's
+    interpreter rounds the product, then the sum): every result is a nearest fp32 (fp16) value to the exact
+    a·b + c, computed in Fraction arithmetic, on random operands and on division residuals x - q·s with
+    q = RN(x / s) (Markstein's step in the Triton store), which are exact and mostly nonzero; the interpreter's own
+    product-then-sum loses them."""
+    from fractions import Fraction
+
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def fma(a_ptr, b_ptr, c_ptr, o_ptr, N: tl.constexpr):
+        i = tl.arange(0, N)
+        tl.store(o_ptr + i, tl.fma(tl.load(a_ptr + i), tl.load(b_ptr + i), tl.load(c_ptr + i)))
+
+    n = 1024
+    g = torch.Generator().manual_seed(5)
+    s = torch.rand(n, generator=g) * 7 + 0.01
+    x = torch.rand(n, generator=g) * 15 * s
+    q = x / s  # RN(x / s) in fp32
+    a, b, c = torch.cat([-q[:512], torch.randn(512, generator=g)]), torch.cat([s[:512], torch.randn(512, generator=g)]), \
+        torch.cat([x[:512], torch.randn(512, generator=g)])
+
+    def correctly_rounded(a, b, c, out):
+        for i in range(n):
+            exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+            near = [Fraction(float(torch.nextafter(out[i], torch.tensor(v, dtype=out.dtype))))
+                    for v in (-float("inf"), float("inf"))]
+            assert abs(Fraction(float(out[i])) - exact) <= min(abs(v - exact) for v in near), (i, float(out[i]))
+
+    out = torch.empty(n)
+    fma[(1,)](a, b, c, out, N=n)
+    correctly_rounded(a, b, c, out)
+    assert (out[:512] != 0).sum() > 400  # the residuals are mostly nonzero (a double rounding gives many zeros)
+    ah, bh, ch = (v.clamp(-100, 100).half() for v in (a, b, c))
+    oh = torch.empty(n, dtype=torch.float16)
+    fma[(1,)](ah, bh, ch, oh, N=n)
+    correctly_rounded(ah, bh, ch, oh)
+
+
 @pytest.mark.parametrize("preset,dtype", [("4bit_nc", torch.bfloat16), ("3bit_nc", torch.float16)])
 def test_decode_rotates_the_query_in_its_own_kernel(preset, dtype):
     """Rotated keys: the decode's stage 0 (tq_prep_query) writes q · Πᵀ · scale · log2(e), computed in fp32 and

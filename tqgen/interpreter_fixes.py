@@ -13,6 +13,11 @@
 6. Its fp32/fp16 → bf16 conversion truncates the mantissa (half of all values one unit low in magnitude); the
    GPU rounds to nearest even (``cvt.rn.bf16.f32``), as torch does: such casts go through torch (an explicit
    round-toward-zero request keeps the interpreter's own path).
+7. Its ``tl.fma`` computes ``x * y + z`` in the operands' type, rounding twice; the GPU's fma rounds once (the
+   Triton store's value codes rely on it: an exact residual, Markstein's correction). fp32 / fp16 fmas are
+   computed exactly in float64 (the product of two fp32 values is exact there) with the sum rounded to odd,
+   then rounded once to the operands' type: round-to-odd at 53 bits then to nearest at <= 24 bits is the
+   correctly rounded fma.
 """
 
 from __future__ import annotations
@@ -102,7 +107,32 @@ def apply() -> None:
         return _AsmCall(handles)
 
     I.InterpreterBuilder.create_inline_asm = create_inline_asm
+
+    orig_fma = I.InterpreterBuilder.create_fma
+
+    def create_fma(self, x, y, z):
+        out = z.dtype.scalar
+        if out not in (tl.float32, tl.float16):
+            return orig_fma(self, x, y, z)
+        return I.TensorHandle(exact_fma(x.data, y.data, z.data).astype(I._get_np_dtype(out)), out)
+
+    I.InterpreterBuilder.create_fma = create_fma
     _APPLIED = True
+
+
+def exact_fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """x * y + z for fp32 / fp16 arrays, in float64 with the sum rounded to odd: cast the result to fp32 or fp16
+    (round to nearest) and it is the correctly rounded fma. The float64 product is exact (<= 48 significant bits);
+    TwoSum gives the sum's exact error; an inexact sum with an even last bit moves one ulp toward the error."""
+    p = np.asarray(x, np.float64) * np.asarray(y, np.float64)
+    c = np.asarray(z, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        even = (s.view(np.int64) & 1) == 0
+        fix = np.isfinite(s) & (err != 0) & even
+        return np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
 
 
 class _AsmCall:

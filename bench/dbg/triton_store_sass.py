@@ -47,7 +47,7 @@ def count(preset: str, layout: str, changes: dict) -> str:
     mix = collections.Counter(op.split(".")[0] for op in ops)
     return (f"{preset} {layout} D{hd} {w} warp(s) x {bm} rows: {regs} registers, {spill} B spilled, {stack} B stack; "
             f"{len(ops)} instructions a warp = {len(ops) * w / bm:.0f} a row\n  "
-            + ", ".join(f"{k} {n}" for k, n in mix.most_common(16)))
+            + ", ".join(f"{k} {n}" for k, n in mix.most_common(int(os.environ.get("TOP", "16")))))
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,8 @@ with % of the copy ceiling (K + V read in bf16, the slot mapping, the slots writ
 shape's slots checked against the reference store by the tests' rule (tqgen.testing.compare_store: byte-identical but
 for explained index flips / norm ulps; a shape's row sums run in its own order, so two shapes' bytes may differ where
 both match the reference). Two input sets used in turn (each larger than L2 at 64K). Prints a markdown table.
-    PYTHONPATH=$PWD:/tmp/pp [TQ_D=64] python bench/dbg/triton_store_sweep.py [PRESET ...]"""
+TQ_SHAPES=default times the default only; TQ_SHAPES=2x8,1x4 those (warps x rows).
+    PYTHONPATH=$PWD:/tmp/pp [TQ_D=64] [TQ_SHAPES=...] python bench/dbg/triton_store_sweep.py [PRESET ...]"""
 import dataclasses
 import os
 import sys
@@ -44,7 +45,8 @@ for preset in presets:
             want = ref.allocate(spec, n // spec.block_size, hk, dev)
             ref.store(spec, sets[0][0], sets[0][1], want, sets[0][3])
             rd, wr = store_bytes(spec, n, hk)
-            shapes = [(4, 16), (2, 8), (1, 16), (1, 8), (1, 4)]
+            want_shapes = os.environ.get("TQ_SHAPES", "4x16,2x8,1x16,1x8,1x4")
+            shapes = [] if want_shapes == "default" else [tuple(map(int, s.split("x"))) for s in want_shapes.split(",")]
             cur = (base.launch_kwargs(Target.SM90, store=True)["num_warps"], base.store_block_m)  # the default's
             for w, bm in shapes + ([] if cur in shapes else [cur]):
                 kern = load_variant(make_variant(spec, Target.SM90, options=dataclasses.replace(
