@@ -109,8 +109,10 @@ def test_options_are_data_with_measured_overrides():
 def test_dequant_kernel_choice_is_data():
     """The dequant's kernel and rounds per target and spec (lower_cuda.CudaOptions.dequant_rows; the sm90 numbers in
     bench/results/h200-2026-12-04-dequant-rows.md): the rows kernel at 2 rounds for Lloyd-Max keys with 4-bit values on
-    sm90, 1 round for 3-bit values, fp8 keys and below sm90, the lane kernel on AMD; each renders only its kernel, the
-    launcher's tokens a warp follow it, and other round counts are refused with the allowed ones."""
+    sm90, 1 round for 3-bit values, fp8 keys, below sm90 and on AMD; each renders only its kernel (the lane kernel
+    where asked for), the launcher's tokens a warp follow it, and other round counts are refused with the allowed
+    ones. Its launch bound's minimum is 8 blocks an SM in CUDA and the same occupancy in HIP's unit, waves an EU:
+    8 blocks of 4 logical warps (2 wave64) a CU of 4 EUs = 4 (8 there capped the kernel at 64 VGPRs: it spilled)."""
     from tqgen.cuda_launch import dequant_warp_tokens
 
     def opts(preset, target, layout="soa", d=128):
@@ -120,11 +122,18 @@ def test_dequant_kernel_choice_is_data():
             assert [opts(p, Target.SM90, layout, d).dequant_rows for p in ("4bit_nc", "k3v4_nc", "3bit_nc", "k8v4")] \
                 == [2, 2, 1, 1]
             assert opts("4bit_nc", Target.SM80, layout, d).dequant_rows == 1
-            assert opts("4bit_nc", Target.GFX942, layout, d).dequant_rows == 0
+            for t in (Target.GFX90A, Target.GFX942, Target.GFX950):
+                assert opts("4bit_nc", t, layout, d).dequant_rows == 1
     rows = render_cuda(make_variant(preset_spec_for_target("4bit_nc", Target.SM90, layout="soa"), "sm90"))
-    lane = render_cuda(make_variant(preset_spec_for_target("4bit_nc", Target.GFX942, layout="soa"), "gfx942"))
+    spec_amd = preset_spec_for_target("4bit_nc", Target.GFX942, layout="soa")
+    amd = render_cuda(make_variant(spec_amd, "gfx942"))
+    lane = render_cuda(make_variant(spec_amd, "gfx942", options=cuda_options(spec_amd, Target.GFX942).with_changes(
+        ["dequant_rows=0"])))
     assert "#define TQ_DQ_ROWS 2" in rows and "tq_dequant_rows_impl<0>(cache" in rows and "tq_dequant_impl<0>(cache" not in rows
+    assert "#define TQ_DQ_ROWS 1" in amd and "tq_dequant_rows_impl<0>(cache" in amd
     assert "#define TQ_DQ_ROWS 0" in lane and "tq_dequant_impl<0>(cache" in lane and "tq_dequant_rows_impl" not in lane
+    assert "__launch_bounds__(TQ_ROW_WARPS * 32, 8)\ntq_dequant_bf16" in rows
+    assert "__launch_bounds__(TQ_ROW_WARPS * 32, 4)\ntq_dequant_bf16" in amd and "#define TQ_ROW_WARPS 4" in amd
     # tokens a warp: R rounds of 32 / (D / 32) rows (8 rows at head_dim 128, 16 at 64), else dequant_tokens
     assert dequant_warp_tokens(CudaOptions(dequant_rows=2), 128) == 16
     assert dequant_warp_tokens(CudaOptions(dequant_rows=1), 64) == 16

@@ -227,7 +227,7 @@ class CudaOptions:
     # k3v4_nc 45.9 -> 71.9 / 77.4, SoA k8v4 67.5 -> 83.4 / 84.9, SoA 3bit_nc 46.3 -> 65.5 / 61.7 (3-bit values: see
     # the sm90 override); head_dim 64 1.6-2.6x; B=8 L=4K rows 1 0-4 % ahead of 2 (bench/results/
     # h200-2026-12-04-dequant-rows.md). One round by default: 2 only where measured to gain (an sm90 override; below
-    # sm90 unmeasured, and 2 spilled 12 bytes in sm80's software fp8 decode); AMD targets 0
+    # sm90 unmeasured, and 2 spilled 12 bytes in sm80's software fp8 decode); AMD targets too (unmeasured there)
     dequant_rows: int = 1
     tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
     q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed
@@ -341,11 +341,15 @@ class CudaOptions:
 CUDA_OPTIONS: dict[Target, CudaOptions] = {
     Target.SM80: CudaOptions(), Target.SM86: CudaOptions(), Target.SM89: CudaOptions(),
     Target.SM90: CudaOptions(pair_copies=8, pair_chunks=16),
-    # 2 logical warps per wave64. The lane dequant: the rows kernel's Lloyd-Max instances spill under the dequant's
-    # launch bound there (64 VGPRs: 12-24 spilled at one round, hipcc / clang 22), and no AMD GPU measured either
-    Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4, dequant_rows=0),
-    Target.GFX942: CudaOptions(decode_warps=4, row_warps=4, dequant_rows=0),
-    Target.GFX950: CudaOptions(decode_warps=4, row_warps=4, dequant_rows=0),
+    # 2 logical warps per wave64. The rows dequant, one round (session 37): until then the lane kernel, as the rows
+    # kernel's Lloyd-Max instances spilled 12-24 VGPRs under a launch bound read as 8 waves an EU (64 VGPRs); with the
+    # bound mapped to HIP's meaning (min_resident_bound: 4 waves an EU, 128 VGPRs) every instance at head_dim 128 and
+    # 64 compiles in 38-94 VGPRs (one round; two 54-108) without spills for gfx90a / gfx942 / gfx950 (clang 22). No
+    # AMD GPU measured: chosen by the H200's rows-vs-lane numbers (1.4-2.6x) and the lane kernel's 5 cross-lane
+    # shuffle stages a key, which are ds_bpermute / DPP moves on CDNA
+    Target.GFX90A: CudaOptions(decode_warps=4, row_warps=4),
+    Target.GFX942: CudaOptions(decode_warps=4, row_warps=4),
+    Target.GFX950: CudaOptions(decode_warps=4, row_warps=4),
 }
 
 _NV = (Target.SM80, Target.SM86, Target.SM89, Target.SM90)
@@ -524,6 +528,21 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
     elif kind == "portable" and target.info.vendor is not Vendor.NVIDIA:
         r.append(Reason("kind", kind, ["generic"], "AMD variants always use the portable fragment path"))
     return r
+
+
+# The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held
+# the head_dim-64 SoA 4-bit dequant to 40 and spilled)
+DEQUANT_MIN_BLOCKS = 8
+
+
+def min_resident_bound(platform: Platform, blocks: int, threads: int) -> int:
+    """``__launch_bounds__``'s second argument for ``blocks`` resident blocks of ``threads`` threads a multiprocessor.
+    CUDA reads it as blocks an SM; HIP as waves (64 threads) an execution unit (a SIMD, four a CU), so the same count
+    there capped a kernel at 512 / count VGPRs: 8 blocks of 128 threads meant 8 waves an EU, 64 VGPRs, where the same
+    occupancy, 16 waves a CU, is 4 an EU and 128 VGPRs."""
+    if platform.name == "cuda":
+        return blocks
+    return max(1, blocks * threads // (64 * 4))
 
 
 def cuda_rules(spec: LayoutSpec) -> Rules:
@@ -1007,6 +1026,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
+        dequant_min=min_resident_bound(platform, DEQUANT_MIN_BLOCKS, options.row_warps * 32),
         mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
         merge_groups_many=MERGE_GROUPS_MANY, merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
