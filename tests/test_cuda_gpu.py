@@ -16,7 +16,7 @@ from tqgen.build import default_matrix
 from tqgen import LayoutSpec
 from tqgen.ir import Backend, Target
 from tqgen.lower_cuda import cuda_options, make_variant
-from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err
+from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err, special_store_rows
 
 pytestmark = pytest.mark.gpu
 
@@ -100,27 +100,6 @@ def test_variant_matches_reference(variant):
             assert not kh[0, :, 513:].any() and not vh[2, :, 77:].any()  # zeros past each length
 
 
-def _special_rows(d: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """[rows, d] keys and values with the store's edge cases, each row next to ordinary ones."""
-    big = 1e30 if dtype == torch.bfloat16 else 6e4  # bf16: squares overflow fp32 (the norm is inf)
-    nan, inf = float("nan"), float("inf")
-    g = torch.Generator().manual_seed(7)
-    k = torch.randn(16, d, generator=g) * 2.0
-    v = torch.randn(16, d, generator=g)
-    k[0] = 0.0                                    # zero key: norm 0, every code at the middle
-    v[0] = 0.0                                    # constant value: span 0, scale 1e-8
-    k[1, 5] = nan                                 # NaN key: codes 0, NaN norm
-    v[2, 7] = nan                                 # NaN value: codes 0, NaN metadata
-    k[3, 9] = inf                                 # inf key: codes 0, norm saturated
-    v[4, 3], v[4, 4] = inf, -inf                  # ±inf values count as ±65504
-    k[5] = big * torch.sign(torch.randn(d, generator=g))  # huge finite keys
-    v[6, :4] = torch.tensor([1e5, -1e5, 7e4, -3e4]) if dtype == torch.bfloat16 else v[6, :4]  # beyond ±65504
-    k[7] = torch.tensor([500.0, -449.0, 448.0, 2.0**-9, 3 * 2.0**-10, -2.0**-7, -0.0, 0.0] * (d // 8))  # fp8 edges
-    k[8] = -0.0
-    v[9] = torch.arange(d, dtype=torch.float32) * 0.5 - 7.0  # half-steps of a 0.5 grid
-    return k.to(dtype), v.to(dtype)
-
-
 @pytest.mark.parametrize("variant", [v for v in CUDA if str(v.target) == "sm90"]
                          + [_portable(v) for v in CUDA if str(v.target) == "sm90"] + ROTATED_FP8, ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -131,7 +110,7 @@ def test_store_special_values(variant, dtype):
 
     kern = load_variant(variant)
     spec, dev, hk = variant.spec, torch.device("cuda"), 2
-    k, v = _special_rows(spec.head_dim, dtype)
+    k, v = special_store_rows(spec.head_dim, dtype)
     n = k.shape[0] // hk
     # an offset view inside a wider tensor: rows are not 16-byte aligned
     wide_k = torch.zeros(n, hk, spec.head_dim + 3, dtype=dtype)

@@ -12,7 +12,7 @@ import torch
 from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen.ir import Vendor
-from tqgen.testing import Case, check_decode, compare_store, rel_err
+from tqgen.testing import Case, check_decode, compare_store, rel_err, special_store_diff
 from tqgen.triton_launch import load_variant
 
 pytestmark = pytest.mark.gpu
@@ -51,6 +51,17 @@ def test_variant_matches_reference(variant):
             k, v = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float32)
             ek, ev = ref.dequant(spec, want, case["block_table"], case["seq_lens"])
             assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
+
+
+@pytest.mark.parametrize("variant", [v for v in NVIDIA if str(v.target) == "sm90"], ids=lambda v: v.id)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_store_special_values(variant, dtype):
+    """NaN, ±inf, huge, saturating (fp8 keys by the hardware's satfinite conversion alone), signed-zero and tie inputs
+    store what the reference stores (compare_store's rule); the CPU interpreter runs the same rows
+    (tests/test_triton_interp.py), this checks the GPU's conversions and fmas."""
+    kern = load_variant(variant)
+    diff = special_store_diff(kern.store, variant.spec, dtype, "cuda")
+    assert diff.ok, diff.summary()
 
 
 EDGE = [(p, lay, d) for d in (64, 256) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")]

@@ -12,7 +12,7 @@ import torch
 
 from tqgen import LayoutSpec
 from tqgen import reference as ref
-from tqgen.testing import DECODE_TOL, Case, check_decode, compare_store, rel_err
+from tqgen.testing import DECODE_TOL, Case, check_decode, compare_store, rel_err, special_store_diff
 from tqgen.triton_launch import load_triton
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests run where there is no GPU")
@@ -119,6 +119,25 @@ def test_gfx950_special_runs_in_interpreter():
     assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
     with pytest.raises(ValueError, match="sliding_window"):  # compiled out: its rules refuse it
         kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sliding_window=8)
+
+
+SPECIAL_CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [
+    dict(preset="k8v4", layout="soa", rotation="rht", rotation_seed=3),
+    dict(preset="4bit_nc", layout="aos", fold_norm=True, head_dim=64),
+]
+
+
+@pytest.mark.parametrize("target", ["cpu", "sm90"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("c", SPECIAL_CASES, ids=_id)
+def test_store_special_values(c, dtype, target):
+    """NaN, ±inf, huge (squares past fp32: an inf norm), saturating (fp8 past ±448, values past ±65504), signed-zero
+    and tie inputs store what the reference stores (compare_store's rule), in the portable and the sm90 rendering:
+    the key scaled once a row (0 for an inf norm, as the reference's k / inf), the Markstein value codes without a
+    clamp (in [0, levels] by construction), fp8 keys on sm90 by the saturating conversion alone."""
+    spec, _, _, _ = make(c)
+    diff = special_store_diff(load_triton(spec, target).store, spec, dtype)
+    assert diff.ok, diff.summary()
 
 
 def test_store_rejects_bad_input():

@@ -331,6 +331,9 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         spec=spec, special=kind == "gfx950_mfma", key_fp8=spec.key_codec.is_fp8,
         fp8_max=FP8_MAX.get(spec.key_codec, 0.0),
         triton_fp8=TRITON_FP8.get(spec.key_codec, ""),
+        # NVIDIA's fp32 -> e4m3 conversion (cvt.rn.satfinite.e4m3x2.f32, sm89+) saturates by itself: no clamp first
+        # (the interpreter's fp8 casts saturate the same way: interpreter_fixes item 4)
+        fp8_satfinite=ptx and spec.key_codec is KeyCodec.FP8_E4M3FN,
         fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
         log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),

@@ -1,0 +1,58 @@
+"""tqgen.testing.compare_store's rule for rotated fp8 keys (every backend's store tests rest on it): it explains what
+a different summation order explains and nothing else. Caches from the reference store, then bytes changed by hand."""
+import torch
+
+from tqgen import LayoutSpec
+from tqgen import reference as ref
+from tqgen.layout import derive_layout
+from tqgen.testing import compare_store, special_store_rows
+
+SPEC = LayoutSpec.from_preset("k8v4", layout="soa", rotation="rht", rotation_seed=3)
+HK = 2
+
+
+def _key_byte(cache, slot: int, head: int, i: int) -> int:
+    """The flat byte index of element i of a slot's fp8 key."""
+    bl = derive_layout(SPEC)
+    page = bl.page(cache.shape[2])
+    idx = ref._field_bytes_index(page, page["k_data"], torch.tensor(slot // SPEC.block_size),
+                                 torch.tensor(slot % SPEC.block_size), torch.tensor(head))
+    return int(idx[i])
+
+
+def _case():
+    k, v = special_store_rows(SPEC.head_dim, torch.bfloat16)
+    key, value = k.reshape(-1, HK, SPEC.head_dim), v.reshape(-1, HK, SPEC.head_dim)
+    slots = torch.arange(key.shape[0], dtype=torch.int32)
+    want = ref.allocate(SPEC, 2, HK)
+    ref.store(SPEC, key, value, want, slots)
+    return key, slots, want
+
+
+def test_unexplained_fp8_byte_is_a_problem():
+    """An ordinary row (row 12: slot 6, head 0) with one key byte moved two fp8 steps: not a rounding tie."""
+    key, slots, want = _case()
+    got = want.clone()
+    b = _key_byte(got, 6, 0, 10)
+    flat = got.view(-1)
+    flat[b] = (int(flat[b]) & 0x80) | min((int(flat[b]) & 0x7F) + 2, 0x7E)
+    diff = compare_store(SPEC, got, want, key, slots)
+    assert not diff.ok and "away from a rounding tie" in diff.problems[0], diff.summary()
+    assert compare_store(SPEC, want.clone(), want, key, slots).ok
+
+
+def test_huge_keys_cancelling_are_explained():
+    """Row 5 holds ±1e30 keys (slot 2, head 1): y = k·Πᵀ is an exact 0 in one summation order and a saturated rounding
+    residue (±448) in another; a 0 byte where the reference stored 448 lies inside the summation-error band (which
+    is wider than the gap there), an ordinary row's byte changed the same way does not."""
+    key, slots, want = _case()
+    y = key[2, 1].double() @ ref.rotation(SPEC, "cpu").double().T
+    i = int((y.abs() < 1e20).nonzero()[0])  # an element the ±1e30 entries cancel in (exactly 0 in float64)
+    got = want.clone()
+    flat = got.view(-1)
+    b = _key_byte(got, 2, 1, i)
+    flat[b] = 0x7E if int(flat[b]) in (0x00, 0x80) else 0x00
+    assert compare_store(SPEC, got, want, key, slots).ok
+    b = _key_byte(got, 6, 0, 0)
+    flat[b] = 0x7E if int(flat[b]) in (0x00, 0x80) else 0x00
+    assert not compare_store(SPEC, got, want, key, slots).ok
