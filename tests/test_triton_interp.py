@@ -223,6 +223,37 @@ def test_interpreter_fma_rounds_once_like_the_gpu():
     correctly_rounded(ah, bh, ch, oh)
 
 
+def test_interpreter_min_max_ignore_nan_like_the_gpu():
+    """tl.minimum / tl.maximum at the default propagate_nan=NONE lower to the GPU's min.f32 / max.f32 (IEEE minNum /
+    maxNum: the other operand where one is NaN), and so do tl.min / tl.max; PropagateNan.ALL (min.NaN.f32) gives
+    NaN. The interpreter did NumPy's NaN-propagating minimum for both (tqgen.interpreter_fixes item 8), so a kernel
+    relying on NaN reaching a reduction passed on the CPU and not on the GPU (the Triton store's value range did)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def mm(x_ptr, y_ptr, o_ptr, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x, y = tl.load(x_ptr + i), tl.load(y_ptr + i)
+        tl.store(o_ptr + i, tl.minimum(x, y))
+        tl.store(o_ptr + N + i, tl.maximum(x, y))
+        tl.store(o_ptr + 2 * N + i, tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL))
+        tl.store(o_ptr + 3 * N + i, tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL))
+        tl.store(o_ptr + 4 * N, tl.min(x, axis=0))
+        tl.store(o_ptr + 4 * N + 1, tl.max(x, axis=0))
+
+    nan = float("nan")
+    x = torch.tensor([nan, 1.0, -2.0, nan, 5.0, 0.5, -0.0, 3.0])
+    y = torch.tensor([1.0, nan, 3.0, nan, 4.0, 0.25, 0.0, -1.0])
+    o = torch.empty(4 * 8 + 2)
+    mm[(1,)](x, y, o, N=8)
+    assert torch.allclose(o[:8], torch.fmin(x, y), equal_nan=True)
+    assert torch.allclose(o[8:16], torch.fmax(x, y), equal_nan=True)
+    assert torch.allclose(o[16:24], torch.minimum(x, y), equal_nan=True)
+    assert torch.allclose(o[24:32], torch.maximum(x, y), equal_nan=True)
+    assert o[32].item() == -2.0 and o[33].item() == 5.0  # reductions skip the NaNs
+
+
 @pytest.mark.parametrize("preset,dtype", [("4bit_nc", torch.bfloat16), ("3bit_nc", torch.float16)])
 def test_decode_rotates_the_query_in_its_own_kernel(preset, dtype):
     """Rotated keys: the decode's stage 0 (tq_prep_query) writes q · Πᵀ · scale · log2(e), computed in fp32 and

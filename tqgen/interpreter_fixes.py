@@ -18,6 +18,9 @@
    computed exactly in float64 (the product of two fp32 values is exact there) with the sum rounded to odd,
    then rounded once to the operands' type: round-to-odd at 53 bits then to nearest at <= 24 bits is the
    correctly rounded fma.
+8. Its ``tl.minimum`` / ``tl.maximum`` (and so ``tl.min`` / ``tl.max``) propagate NaN at the default
+   ``propagate_nan=NONE`` (NumPy's minimum / maximum), where the GPU's min.f32 / max.f32 (IEEE minNum / maxNum) return
+   the other operand: NaN-ignoring like the GPU (np.fmin / np.fmax); ``PropagateNan.ALL`` keeps propagating.
 """
 
 from __future__ import annotations
@@ -117,6 +120,8 @@ def apply() -> None:
         return I.TensorHandle(exact_fma(x.data, y.data, z.data).astype(I._get_np_dtype(out)), out)
 
     I.InterpreterBuilder.create_fma = create_fma
+    I.InterpreterBuilder.create_minnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmin)
+    I.InterpreterBuilder.create_maxnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmax)
     _APPLIED = True
 
 

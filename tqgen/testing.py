@@ -156,8 +156,9 @@ def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: 
 
 
 def special_store_rows(d: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """[16, d] keys and values with the store's edge cases, each row next to ordinary ones (every backend's store
-    tests: compare_store's rule against the reference)."""
+    """[16, d] keys and values with the store's edge cases in rows 0-9, each row next to ordinary ones (10-15; every
+    backend's store tests: compare_store's rule against the reference). As tokens of 2 heads, token t holds rows 2t
+    and 2t + 1: a padding slot belongs on token 5 or later."""
     big = 1e30 if dtype == torch.bfloat16 else 6e4  # bf16: squares overflow fp32 (the norm is inf)
     nan, inf = float("nan"), float("inf")
     g = torch.Generator().manual_seed(7)
@@ -184,7 +185,7 @@ def special_store_diff(store, spec: LayoutSpec, dtype: torch.dtype, device="cpu"
     n = k.shape[0] // num_kv_heads
     key, value = k.reshape(n, num_kv_heads, -1).to(device), v.reshape(n, num_kv_heads, -1).to(device)
     slots = torch.randperm(4 * spec.block_size, generator=torch.Generator().manual_seed(1))[:n].to(torch.int32)
-    slots[1] = -1
+    slots[-1] = -1  # a padding token: the last, whose rows are ordinary ones (every special row is stored)
     slots = slots.to(device)
     got, want = ref.allocate(spec, 4, num_kv_heads, device), ref.allocate(spec, 4, num_kv_heads, device)
     store(key, value, got, slots)
