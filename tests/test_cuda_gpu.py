@@ -332,7 +332,13 @@ DEQUANT_ROWS = [make_variant(s, "sm90", options=cuda_options(s, Target.SM90).wit
                              for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")
                              for d, r in ((128, 1), (64, 2))]
                 + [(LayoutSpec.from_preset("4bit_nc", layout="soa"), 4), (LayoutSpec.from_preset("3bit_nc", layout="aos"), 4)]
-                + [(v.spec, 1) for v in ROTATED_FP8]]
+                + [(v.spec, 1) for v in ROTATED_FP8]] + [
+    # AMD's default since session 37 (one round, 4 logical warps a block) through the HIP fragment path compiled for
+    # NVIDIA: the rows kernel as the HIP instances run it, short of the wave64 platform macros
+    make_variant(s, "sm90", "portable", options=cuda_options(s, Target.SM90, "portable").with_changes(
+        ["dequant_rows=1", "row_warps=4"]))
+    for s in [LayoutSpec.from_preset(p, layout=lay, head_dim=d) for p in ("4bit_nc", "k3v4_nc", "3bit_nc")
+              for lay in ("soa", "aos") for d in (128, 64)]]
 
 
 @pytest.mark.parametrize("variant", DEQUANT_ROWS, ids=lambda v: v.id)
