@@ -112,10 +112,13 @@ def test_store_special_values(variant, dtype):
     d = variant.spec.head_dim
 
     def store(key, value, cache, slots):
-        # an offset view inside a wider tensor, built on the host as before (note: .to() copies such a view contiguous)
-        wide_k = torch.zeros(*key.shape[:2], d + 3, dtype=key.dtype)
-        wide_k[:, :, 3:] = key.cpu()
-        kern.store(wide_k[:, :, 3:].to(key.device), value, cache, slots)
+        # an offset view inside a wider tensor on the device: rows 3 elements (6 bytes) in, not 16-byte aligned (built
+        # on the host and moved with .to(), as until session 37, the view arrived as a contiguous copy)
+        wide_k = torch.zeros(*key.shape[:2], d + 3, dtype=key.dtype, device=key.device)
+        wide_k[:, :, 3:] = key
+        view = wide_k[:, :, 3:]
+        assert view.storage_offset() == 3 and not view.is_contiguous()
+        kern.store(view, value, cache, slots)
 
     diff = special_store_diff(store, variant.spec, dtype, "cuda")
     assert diff.ok, diff.summary()
