@@ -60,6 +60,14 @@ def _fp16_ulps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(a) & torch.isnan(b), 0, (ia - ib).abs())
 
 
+def _fp8_ranks(codec, device) -> torch.Tensor:
+    """Each fp8 byte's position among the format's distinct finite values in increasing order (+0 and -0 one value,
+    NaN bytes -1): two bytes are neighbours where their ranks differ by one."""
+    vals = ref._fp8_decode(torch.arange(256, dtype=torch.int32).to(torch.uint8), codec).double()
+    grid = torch.unique(vals[torch.isfinite(vals)])  # sorted; -0.0 == 0.0
+    return torch.where(torch.isfinite(vals), torch.searchsorted(grid, vals), torch.full_like(vals, -1).long()).to(device)
+
+
 def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: torch.Tensor,
                   slot_mapping: torch.Tensor) -> StoreDiff:
     """Compare two caches written from the same (key, slot_mapping); see the module docstring."""
@@ -96,7 +104,10 @@ def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: 
             kk = key[keep].reshape(-1, spec.head_dim)[rows].double()
             y = kk @ ref.rotation(spec, got.device).double().T
             mid = (dg[rows].double() + dw[rows].double()) / 2
-            step = (fg["k_data"][rows].int() - fw["k_data"][rows].int()).abs() == 1  # neighbours, same sign
+            # neighbours: adjacent values of the format (not adjacent bytes: fnuz has no -0, so 0x00's negative
+            # neighbour is 0x81)
+            rank = _fp8_ranks(spec.key_codec, got.device)
+            step = (rank[fg["k_data"][rows].long()] - rank[fw["k_data"][rows].long()]).abs() == 1
             # the summation error is absolute (~2^-24·‖k‖₁/√D per element), so near zero the band is ‖k‖/√D-wide
             tol = FP8_TIE_REL * (mid.abs() + kk.norm(dim=-1, keepdim=True) / math.sqrt(spec.head_dim))
             # where the band is wider than the two values' gap (huge keys: ±1e30 entries cancel to an exact 0 in one

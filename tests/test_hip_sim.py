@@ -1,0 +1,240 @@
+"""The AMD (HIP C++) variants' semantics on the CPU: every default-matrix HIP variant of gfx90a, gfx942 and gfx950, head
+dim 64, rotated fp8 keys, other dequant kernels, compiled for the host against tqgen's simulator of the HIP device API
+(tqgen/hip_sim.py, tqgen/cpu_sim/hip/hip_runtime.h) and run with 64-lane wavefronts, as AMD's gfx9 GPUs run them:
+two 32-lane logical warps a wavefront, votes over both, a divergent wavefront's vote per branch. The same checks as
+the GPU tests (tests/cpp_checks.py; the tolerances are stated there) on shorter sequences: store bytes by
+compare_store's rule, decode within tqgen.testing.DECODE_TOL of the reference, dequant within 1e-5 (fp32) / one
+rounding (bf16, fp16), the merges against float64, the balanced decode's plan. Needs a host clang (clang-22: CI
+installs it with tools/hip_toolchain.sh); skipped without one, except where CI_REQUIRE_HIP=1 (CI), where its absence
+fails."""
+
+import functools
+import os
+
+import pytest
+import torch
+
+from cpp_checks import (BALANCED_CASES, Runner, balanced_lens, check_balanced_decode, check_decode_past_64_splits,
+                        check_dequant, check_merge_kernels, check_moving_maximum, check_store_special_values,
+                        check_unwritten_slots, check_variant)
+from tqgen import LayoutSpec, hip_sim
+from tqgen.build import default_matrix
+from tqgen.ir import Backend, Target, Vendor
+from tqgen.lower_cuda import cuda_options, make_variant
+
+try:
+    hip_sim.find_cxx()
+    _NO_CXX = None
+except hip_sim.SimUnavailable as e:
+    _NO_CXX = str(e)
+    if os.environ.get("CI_REQUIRE_HIP") == "1":
+        raise RuntimeError(f"CI_REQUIRE_HIP=1 but {e}") from None
+pytestmark = pytest.mark.skipif(_NO_CXX is not None, reason=_NO_CXX or "")
+
+AMD = [v for v in default_matrix()[0] if v.backend is Backend.HIP]
+GFX942 = [v for v in AMD if v.target is Target.GFX942]
+
+
+def _body(v) -> str:
+    """A variant's source without its banner lines (the variant id and target): what compiles."""
+    from tqgen.build import source_name, variant_dir
+    return "\n".join(line for line in (variant_dir(v) / source_name(v)).read_text().splitlines()
+                     if not line.startswith("// "))
+
+
+# one variant a distinct source: the Lloyd-Max variants of gfx90a / gfx942 / gfx950 render the same code (their
+# options agree), fp8 keys differ by format (fnuz on gfx942, OCP e4m3fn on gfx950; gfx90a has none)
+DISTINCT = list({_body(v): v for v in reversed(AMD)}.values())[::-1]
+
+
+def _amd(preset, layout, head_dim=128, target="gfx942", **kw):
+    from tqgen.build import preset_spec_for_target
+    return make_variant(preset_spec_for_target(preset, Target.parse(target, "target"), layout=layout,
+                                               head_dim=head_dim, **kw), target)
+
+
+ROTATED_FP8 = [_amd("k8v4", "soa", rotation="hadamard"), _amd("k8v4", "aos", target="gfx950", rotation="rht",
+                                                             rotation_seed=5)]
+D64 = [_amd(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_amd("3bit_nc", "aos", 64)]
+# the GPU tests' shapes (tests/test_cuda_gpu.py SHAPES) with shorter sequences
+SHAPES = [
+    ([2000, 1, 0, 409, 16, 700, 519, 17], 8, 4, torch.bfloat16),
+    ([int(x) for x in torch.randint(1, 300, (64,), generator=torch.Generator().manual_seed(1))], 2, 8, torch.bfloat16),
+    ([513, 1096, 77], 4, 1, torch.float16),
+    ([900, 40], 3, 3, torch.bfloat16),
+    ([700, 250], 2, 12, torch.float16),  # two query octets per KV head, the second one partial
+]
+
+
+@functools.lru_cache(maxsize=None)
+def _load(vid_and_wave, variant=None, defines=()):
+    return hip_sim.load_sim_variant(variant, vid_and_wave[1], defines)
+
+
+def sim_runner(wave: int = 64, defines: tuple[str, ...] = ()) -> Runner:
+    return Runner(lambda v: _load((v.id, wave, defines), v, defines), torch.device("cpu"), lambda: 0, lambda: None, 1)
+
+
+def test_every_amd_variant_is_covered():
+    """The build generates 22 AMD variants (3 targets; gfx90a has no fp8); DISTINCT holds one of each distinct source
+    (10: the 6 Lloyd-Max sources shared by the three targets, fp8 keys in two formats x two layouts), so running
+    DISTINCT runs the code of every one of them."""
+    assert {str(v.target) for v in AMD} == {"gfx90a", "gfx942", "gfx950"}
+    assert len(AMD) == 22 and all(v.target.info.vendor is Vendor.AMD for v in AMD)
+    assert len(DISTINCT) == 10 and {_body(v) for v in AMD} == {_body(v) for v in DISTINCT}
+
+
+@pytest.mark.parametrize("variant", DISTINCT + ROTATED_FP8 + D64, ids=lambda v: v.id)
+def test_amd_variant_matches_reference(variant):
+    check_variant(sim_runner(), variant, SHAPES)
+
+
+@pytest.mark.parametrize("variant", [GFX942[2], D64[3]], ids=lambda v: v.id)
+def test_wave32_runs_the_same_kernels(variant):
+    """The same sources with 32-lane wavefronts (an NVIDIA warp's width: one logical warp a wavefront) pass the same
+    checks: the 64-lane results above do not hinge on the simulator's wavefront size."""
+    check_variant(sim_runner(32), variant, SHAPES[2:4])
+
+
+def test_ucontext_fibers_match_the_asm_switch():
+    """The portable fiber switch (ucontext, for hosts other than x86-64) runs a variant to the same results: the
+    outputs are bit-identical to the x86-64 switch's (the switch moves no data)."""
+    v = GFX942[3]
+    spec = v.spec
+    from tqgen import reference as ref
+    from tqgen.testing import Case
+    outs = []
+    for defines in ((), ("TQSIM_UCONTEXT",)):
+        kern = sim_runner(64, defines).load(v)
+        case = Case(spec, [300, 37], 2, 4, seed=3).build("cpu")
+        cache = ref.allocate(spec, case["num_blocks"], 2, "cpu")
+        kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+        outs.append((cache, kern.decode(case["query"], cache, case["block_table"], case["seq_lens"])))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("variant", DISTINCT + ROTATED_FP8 + D64[1:2], ids=lambda v: v.id)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_store_special_values(variant, dtype):
+    check_store_special_values(sim_runner(), variant, dtype)
+
+
+@pytest.mark.parametrize("head_dim", [128, 64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
+    check_merge_kernels(sim_runner(), _amd("4bit_nc", "soa", head_dim), dtype,
+                        shapes=((16, 32, 4), (3, 8, 64), (4, 12, 16), (2, 8, 512)))
+
+
+@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("4bit_nc", "soa", 64)], ids=lambda v: v.id)
+def test_decode_past_64_splits(variant):
+    check_decode_past_64_splits(sim_runner(), variant, lens=(3000, 300))
+
+
+@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("k8v4", "aos"), _amd("4bit_nc", "soa", 64),
+                                     _amd("k3v4_nc", "aos", 64)], ids=lambda v: v.id)
+@pytest.mark.parametrize("ramp", ["rising", "falling"])
+def test_decode_follows_a_moving_maximum(variant, ramp):
+    """The lazy maximum's vote (__any) spans the wavefront's two logical warps here, two splits with their own
+    maxima: a split whose maximum moved makes its neighbour take the rescale path too (harmless, and run)."""
+    check_moving_maximum(sim_runner(), variant, ramp, lens=(1500, 333, 17))
+
+
+@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("4bit_nc", "aos"), _amd("k8v4", "aos"),
+                                     _amd("k3v4_nc", "soa", 64)], ids=lambda v: v.id)
+def test_decode_ignores_unwritten_slots(variant):
+    check_unwritten_slots(sim_runner(), variant)
+
+
+@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("k8v4", "aos"), _amd("4bit_nc", "soa", 64)],
+                         ids=lambda v: v.id)
+def test_balanced_decode_deals_splits_by_length(variant):
+    check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, 0.1), g, counts)
+                                                  for name, g, counts in BALANCED_CASES])
+
+
+# the dequant's other kernels (AMD's default is the rows kernel at one round, run above): two rounds, and the lane
+# kernel (dequant_rows=0)
+DEQUANT = [make_variant(v.spec, v.target, options=cuda_options(v.spec, v.target).with_changes([f"dequant_rows={r}"]))
+           for v, r in ((GFX942[3], 2), (GFX942[4], 0), (D64[2], 2), (D64[4], 0), (ROTATED_FP8[0], 0))]
+
+
+@pytest.mark.parametrize("variant", DEQUANT, ids=lambda v: f"{v.id}-rows{v.options.dequant_rows}")
+def test_dequant_kernels_match_reference(variant):
+    check_dequant(sim_runner(), variant, shapes=(([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3)))
+
+
+# ------------------------------------------------------------------------------ the simulator itself
+PRIMITIVES = r"""
+#include <hip/hip_runtime.h>
+extern "C" __global__ void prims(int* out, int live) {
+  const int t = threadIdx.x, lane = t & 31;
+  int* o = out + 8 * (t + blockDim.x * blockIdx.x);
+  o[0] = __shfl_xor(t, 1, 32);
+  o[1] = __shfl(t, lane - 1, 32);          // source -1: lane 31 of the same logical warp (modulo the width)
+  o[2] = __any(t == 40);                   // the whole wavefront votes
+  if (t & 1) o[3] = __any(t == 3);         // a divergent wavefront votes per branch
+  else o[3] = __any(t == 2);
+  __shared__ int s[256];
+  s[t] = t + 1000 * blockIdx.x;
+  __syncthreads();
+  o[4] = s[(t + 1) % blockDim.x];          // every thread's write is seen after the barrier
+  if (t >= live) return;                   // threads exit early; the barrier below counts only the rest
+  o[5] = __shfl(t, lane + 1, 32);          // from an exited lane: the poison pattern
+  __syncthreads();
+  o[6] = (int)(blockIdx.x + 10 * gridDim.x + 100 * blockDim.x);
+}
+"""
+
+
+@pytest.mark.parametrize("wave", [64, 32])
+def test_simulator_primitives(wave):
+    """Shuffles within 32-lane segments (a negative source wraps modulo the width), votes over the wavefront (64 lanes:
+    both logical warps; per branch when divergent), __syncthreads (shared memory seen; threads that exited are not
+    waited for), a shuffle from an exited lane (the poison NaN pattern), blockIdx / gridDim / blockDim; a second
+    block sees its own shared writes (blocks run in turn)."""
+    import ctypes
+
+    from tqgen.cuda_launch import KernelParams
+
+    drv = hip_sim.SimDriver(hip_sim.build_source(PRIMITIVES, "test-primitives", wave))
+    threads, live, blocks = 96, 70, 2
+    out = torch.full((blocks, threads, 8), -1, dtype=torch.int32)
+    drv.launch(drv.function("prims"), (blocks, 1, 1), threads, KernelParams("Pi"), (out.data_ptr(), live), 0)
+    poison = ctypes.c_int32(0x7FBADBAD).value
+    for b in range(blocks):
+        for t in range(threads):
+            o, lane, w0 = out[b, t].tolist(), t & 31, t - t % wave
+            wave_lanes = range(w0, min(w0 + wave, threads))
+            assert o[0] == t ^ 1
+            assert o[1] == t - lane + (lane - 1) % 32
+            assert o[2] == int(40 in wave_lanes), (t, wave)
+            same_branch = [u for u in wave_lanes if u % 2 == t % 2]
+            assert o[3] == (int(3 in same_branch) if t % 2 else int(2 in same_branch)), (t, wave)
+            assert o[4] == (t + 1) % threads + 1000 * b
+            if t < live:
+                src = t - lane + (lane + 1) % 32
+                assert o[5] == (src if src < live else poison), t
+                assert o[6] == b + 10 * blocks + 100 * threads
+            else:
+                assert o[5] == -1 and o[6] == -1
+
+
+def test_simulator_reports_bad_launches():
+    """What cannot run says so: a block past 1024 threads, a shuffle width that is not a power of two, a variant of
+    another backend, an unknown kernel name."""
+    from tqgen.cuda_launch import KernelParams
+
+    src = PRIMITIVES.replace("__shfl_xor(t, 1, 32)", "__shfl_xor(t, 1, 24)")
+    drv = hip_sim.SimDriver(hip_sim.build_source(src, "test-bad-width", 64))
+    buf = torch.zeros(64, 8, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="width 24"):
+        drv.launch(drv.function("prims"), (1, 1, 1), 64, KernelParams("Pi"), (buf.data_ptr(), 64), 0)
+    with pytest.raises(RuntimeError, match="1..1024"):
+        drv.launch(drv.function("prims"), (1, 1, 1), 2048, KernelParams("Pi"), (buf.data_ptr(), 64), 0)
+    with pytest.raises(RuntimeError, match="no kernel 'nope'"):
+        drv.function("nope")
+    with pytest.raises(ValueError, match="runs HIP variants"):
+        hip_sim.build_sim(make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90"))
+    with pytest.raises(ValueError, match="AMD targets"):
+        hip_sim.load_sim(LayoutSpec.from_preset("4bit_nc"), "sm90")
