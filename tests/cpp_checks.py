@@ -1,5 +1,5 @@
 """The C++ kernels' checks, shared by the GPU tests (tests/test_cuda_gpu.py: CUDA and the portable fragment path on an
-NVIDIA GPU) and the CPU simulator's (tests/test_hip_sim.py: the HIP variants, 64-lane wavefronts). A ``Runner`` says
+NVIDIA GPU) and the CPU simulator's (tests/test_cpu_sim.py: the CUDA and HIP variants on the host). A ``Runner`` says
 where the kernels run; the shapes are arguments (the simulator takes shorter sequences than the GPU). Every tolerance
 is stated where it is asserted."""
 
@@ -10,8 +10,61 @@ from typing import Callable
 
 import torch
 
+from tqgen import LayoutSpec
 from tqgen import reference as ref
+from tqgen.build import default_matrix
+from tqgen.ir import Backend, Target
+from tqgen.lower_cuda import cuda_options, make_variant
 from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err, special_store_diff
+
+# ------------------------------------------------------------------ the CUDA variants the checks run on
+CUDA = [v for v in default_matrix()[0] if v.backend is Backend.CUDA]
+SM90 = [v for v in CUDA if v.target is Target.SM90]
+# the HIP instances' fragment and byte-permute code compiled as CUDA
+PORTABLE = [make_variant(v.spec, v.target, "portable") for v in SM90]
+# fp8 keys stored rotated (y = k·Πᵀ; not in the default matrix): built on demand
+ROTATED_FP8 = [make_variant(LayoutSpec.from_preset("k8v4", layout=lay, rotation=rot, rotation_seed=seed), "sm90")
+               for lay, rot, seed in (("soa", "hadamard", 0), ("aos", "rht", 5))]
+# head_dim 64 (the SmolLM2 shape; not in the default matrix): line loads of 6-byte 3-bit key quarters and
+# 3-byte value eighths (tq_lds_bytes) run only here
+D64 = [make_variant(LayoutSpec.from_preset(p, layout="soa", head_dim=64), "sm90")
+       for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [make_variant(LayoutSpec.from_preset(
+           "3bit_nc", layout="aos", head_dim=64), "sm90")]
+# head-group rows on SoA records (CudaOptions.head_groups; not default options): a block's warps are neighbour
+# KV heads copying their records side by side, each warp its own field runs; 2 and 4 heads a block, fp8 keys
+# (two runs), head_dim 64 (funnel-shifted pieces); 3 KV heads leave a group partly idle
+GROUPED = [make_variant(s, "sm90", options=cuda_options(s, Target.SM90).with_changes(
+    ["head_groups=1", f"decode_warps={w}", f"decode_min_blocks={16 // w}"]))
+    for s, w in ((LayoutSpec.from_preset("k3v4_nc", layout="soa"), 2), (LayoutSpec.from_preset("k3v4_nc", layout="soa"), 4),
+                 (LayoutSpec.from_preset("k8v4", layout="soa"), 2),
+                 (LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=64), 2))]
+
+
+def sm90_variants(*cases) -> list:
+    """sm90 variants of (preset, layout, head_dim) cases."""
+    return [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90") for p, lay, d in cases]
+
+
+PAST_64 = sm90_variants(("3bit_nc", "soa", 128), ("k8v4", "aos", 128), ("4bit_nc", "soa", 64))
+MOVING_MAX = sm90_variants(("3bit_nc", "soa", 128), ("k8v4", "aos", 128), ("4bit_nc", "soa", 64), ("k3v4_nc", "aos", 64))
+UNWRITTEN = sm90_variants(("3bit_nc", "soa", 128), ("4bit_nc", "aos", 128), ("k8v4", "aos", 128), ("k3v4_nc", "soa", 64))
+BALANCED = sm90_variants(("3bit_nc", "soa", 128), ("k3v4_nc", "soa", 128), ("k8v4", "aos", 128), ("4bit_nc", "aos", 128),
+                         ("4bit_nc", "soa", 64)) + GROUPED[1:2]
+# the rows dequant (CudaOptions.dequant_rows: the store's mapping run backwards, the inverse rotation mostly in
+# registers) at 1, 2 and 4 rounds a warp, beside whichever kernel the defaults choose: every preset x layout at head_dim
+# 128 and 64, fp8 keys stored rotated (Hadamard, RHT)
+DEQUANT_ROWS = [make_variant(s, "sm90", options=cuda_options(s, Target.SM90).with_changes([f"dequant_rows={r}"]))
+                for s, r in [(LayoutSpec.from_preset(p, layout=lay, head_dim=d), r)
+                             for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")
+                             for d, r in ((128, 1), (64, 2))]
+                + [(LayoutSpec.from_preset("4bit_nc", layout="soa"), 4), (LayoutSpec.from_preset("3bit_nc", layout="aos"), 4)]
+                + [(v.spec, 1) for v in ROTATED_FP8]] + [
+    # AMD's default since session 37 (one round, 4 logical warps a block) through the HIP fragment path compiled for
+    # NVIDIA: the rows kernel as the HIP instances run it, short of the wave64 platform macros
+    make_variant(s, "sm90", "portable", options=cuda_options(s, Target.SM90, "portable").with_changes(
+        ["dequant_rows=1", "row_warps=4"]))
+    for s in [LayoutSpec.from_preset(p, layout=lay, head_dim=d) for p in ("4bit_nc", "k3v4_nc", "3bit_nc")
+              for lay in ("soa", "aos") for d in (128, 64)]]
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def test_fnuz_neighbours_across_zero_are_explained():
     """fp8 e4m3fnuz has no -0 (0x80 is its NaN), so the negative neighbour of 0 (0x00) is -2^-10 (0x81): bytes that
     differ by 129 yet are adjacent values. A one-hot key of -2^-8 at head_dim 64 rotates to y = ±2^-11 exactly (the
     Hadamard's 1/8), the tie between 0 and ±2^-10, which the reference rounds to even (0x00); 0x81 where y = -2^-11 is
-    the other side of that tie (explained; the simulated gfx942 store differs so, tests/test_hip_sim.py), 0x82 is
+    the other side of that tie (explained; the simulated gfx942 store differs so, tests/test_cpu_sim.py), 0x82 is
     not."""
     spec = LayoutSpec.from_preset("k8v4", layout="soa", head_dim=64, rotation="hadamard", key_codec="fp8_e4m3fnuz")
     key = torch.zeros(2, 1, 64, dtype=torch.bfloat16)

@@ -1,31 +1,31 @@
-"""The AMD (HIP C++) variants' semantics on the CPU: every default-matrix HIP variant of gfx90a, gfx942 and gfx950, head
-dim 64, rotated fp8 keys, other dequant kernels, compiled for the host against tqgen's simulator of the HIP device API
-(tqgen/hip_sim.py, tqgen/cpu_sim/hip/hip_runtime.h) and run with 64-lane wavefronts, as AMD's gfx9 GPUs run them:
-two 32-lane logical warps a wavefront, votes over both, a divergent wavefront's vote per branch. The same checks as
-the GPU tests (tests/cpp_checks.py; the tolerances are stated there) on shorter sequences: store bytes by
-compare_store's rule, decode within tqgen.testing.DECODE_TOL of the reference, dequant within 1e-5 (fp32) / one
-rounding (bf16, fp16), the merges against float64, the balanced decode's plan. Needs a host clang (clang-22: CI
-installs it with tools/hip_toolchain.sh); skipped without one, except where CI_REQUIRE_HIP=1 (CI), where its absence
-fails."""
+"""The C++ kernels' semantics on the CPU (tqgen.cpu_sim: a rendered source compiled for the host against a simulator of
+the GPU device API): the AMD (HIP) variants with 64-lane wavefronts, as AMD's gfx9 GPUs run them (two 32-lane logical
+warps a wavefront, votes over both, a divergent wavefront's vote per branch), and the CUDA variants with their inline
+PTX translated into the simulator's functions (mma.sync and movmatrix as warp collectives, the cp.async pipeline, the
+shared-memory pair tables), 32-lane warps. The same checks as the GPU tests (tests/cpp_checks.py; the tolerances are
+stated there) on shorter sequences: store bytes by compare_store's rule, decode within tqgen.testing.DECODE_TOL of the
+reference, dequant within 1e-5 (fp32) / one rounding (bf16, fp16), the merges against float64, the balanced decode's
+plan. Needs a host clang (clang-22: CI installs it with tools/hip_toolchain.sh); skipped without one, except where
+CI_REQUIRE_HIP=1 (CI), where its absence fails."""
 
-import functools
 import os
 
 import pytest
 import torch
 
+import cpp_checks as cc
 from cpp_checks import (BALANCED_CASES, Runner, balanced_lens, check_balanced_decode, check_decode_past_64_splits,
                         check_dequant, check_merge_kernels, check_moving_maximum, check_store_special_values,
                         check_unwritten_slots, check_variant)
-from tqgen import LayoutSpec, hip_sim
+from tqgen import LayoutSpec, cpu_sim
 from tqgen.build import default_matrix
 from tqgen.ir import Backend, Target, Vendor
 from tqgen.lower_cuda import cuda_options, make_variant
 
 try:
-    hip_sim.find_cxx()
+    cpu_sim.find_cxx()
     _NO_CXX = None
-except hip_sim.SimUnavailable as e:
+except cpu_sim.SimUnavailable as e:
     _NO_CXX = str(e)
     if os.environ.get("CI_REQUIRE_HIP") == "1":
         raise RuntimeError(f"CI_REQUIRE_HIP=1 but {e}") from None
@@ -58,7 +58,7 @@ ROTATED_FP8 = [_amd("k8v4", "soa", rotation="hadamard"), _amd("k8v4", "aos", tar
 D64 = [_amd(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_amd("3bit_nc", "aos", 64)]
 # the GPU tests' shapes (tests/test_cuda_gpu.py SHAPES) with shorter sequences
 SHAPES = [
-    ([2000, 1, 0, 409, 16, 700, 519, 17], 8, 4, torch.bfloat16),
+    ([900, 1, 0, 209, 16, 300, 219, 17], 8, 4, torch.bfloat16),
     ([int(x) for x in torch.randint(1, 300, (64,), generator=torch.Generator().manual_seed(1))], 2, 8, torch.bfloat16),
     ([513, 1096, 77], 4, 1, torch.float16),
     ([900, 40], 3, 3, torch.bfloat16),
@@ -66,13 +66,19 @@ SHAPES = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
-def _load(vid_and_wave, variant=None, defines=()):
-    return hip_sim.load_sim_variant(variant, vid_and_wave[1], defines)
+_LOADED: dict = {}
 
 
-def sim_runner(wave: int = 64, defines: tuple[str, ...] = ()) -> Runner:
-    return Runner(lambda v: _load((v.id, wave, defines), v, defines), torch.device("cpu"), lambda: 0, lambda: None, 1)
+def _load(v, wave, defines):
+    key = (v.id, wave, defines)
+    if key not in _LOADED:
+        _LOADED[key] = cpu_sim.load_sim_variant(v, wave, defines)
+    return _LOADED[key]
+
+
+def sim_runner(wave: int | None = None, defines: tuple[str, ...] = ()) -> Runner:
+    """The simulator as a Runner: CPU tensors, no stream, one SM (tqgen.tuning.sm_count of a CPU device)."""
+    return Runner(lambda v: _load(v, wave, defines), torch.device("cpu"), lambda: 0, lambda: None, 1)
 
 
 def test_every_amd_variant_is_covered():
@@ -85,7 +91,7 @@ def test_every_amd_variant_is_covered():
 
 
 @pytest.mark.parametrize("variant", DISTINCT + ROTATED_FP8 + D64, ids=lambda v: v.id)
-def test_amd_variant_matches_reference(variant):
+def test_hip_variant_matches_reference(variant):
     check_variant(sim_runner(), variant, SHAPES)
 
 
@@ -115,26 +121,26 @@ def test_ucontext_fibers_match_the_asm_switch():
 
 @pytest.mark.parametrize("variant", DISTINCT + ROTATED_FP8 + D64[1:2], ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_store_special_values(variant, dtype):
+def test_hip_store_special_values(variant, dtype):
     check_store_special_values(sim_runner(), variant, dtype)
 
 
 @pytest.mark.parametrize("head_dim", [128, 64])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
+def test_hip_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
     check_merge_kernels(sim_runner(), _amd("4bit_nc", "soa", head_dim), dtype,
                         shapes=((16, 32, 4), (3, 8, 64), (4, 12, 16), (2, 8, 512)))
 
 
 @pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("4bit_nc", "soa", 64)], ids=lambda v: v.id)
-def test_decode_past_64_splits(variant):
+def test_hip_decode_past_64_splits(variant):
     check_decode_past_64_splits(sim_runner(), variant, lens=(3000, 300))
 
 
 @pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("k8v4", "aos"), _amd("4bit_nc", "soa", 64),
                                      _amd("k3v4_nc", "aos", 64)], ids=lambda v: v.id)
 @pytest.mark.parametrize("ramp", ["rising", "falling"])
-def test_decode_follows_a_moving_maximum(variant, ramp):
+def test_hip_decode_follows_a_moving_maximum(variant, ramp):
     """The lazy maximum's vote (__any) spans the wavefront's two logical warps here, two splits with their own
     maxima: a split whose maximum moved makes its neighbour take the rescale path too (harmless, and run)."""
     check_moving_maximum(sim_runner(), variant, ramp, lens=(1500, 333, 17))
@@ -142,14 +148,14 @@ def test_decode_follows_a_moving_maximum(variant, ramp):
 
 @pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("4bit_nc", "aos"), _amd("k8v4", "aos"),
                                      _amd("k3v4_nc", "soa", 64)], ids=lambda v: v.id)
-def test_decode_ignores_unwritten_slots(variant):
+def test_hip_decode_ignores_unwritten_slots(variant):
     check_unwritten_slots(sim_runner(), variant)
 
 
 @pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("k8v4", "aos"), _amd("4bit_nc", "soa", 64)],
                          ids=lambda v: v.id)
-def test_balanced_decode_deals_splits_by_length(variant):
-    check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, 0.1), g, counts)
+def test_hip_balanced_decode_deals_splits_by_length(variant):
+    check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, 0.05), g, counts)
                                                   for name, g, counts in BALANCED_CASES])
 
 
@@ -160,7 +166,54 @@ DEQUANT = [make_variant(v.spec, v.target, options=cuda_options(v.spec, v.target)
 
 
 @pytest.mark.parametrize("variant", DEQUANT, ids=lambda v: f"{v.id}-rows{v.options.dequant_rows}")
-def test_dequant_kernels_match_reference(variant):
+def test_hip_dequant_kernels_match_reference(variant):
+    check_dequant(sim_runner(), variant, shapes=(([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3)))
+
+
+# ------------------------------------------------------------------------------ the CUDA variants (tests/test_cuda_gpu.py's lists)
+@pytest.mark.parametrize("variant", cc.CUDA + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64 + cc.GROUPED, ids=lambda v: v.id)
+def test_cuda_variant_matches_reference(variant):
+    check_variant(sim_runner(), variant, SHAPES)
+
+
+@pytest.mark.parametrize("variant", cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8, ids=lambda v: v.id)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cuda_store_special_values(variant, dtype):
+    check_store_special_values(sim_runner(), variant, dtype)
+
+
+@pytest.mark.parametrize("head_dim", [128, 64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cuda_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
+    check_merge_kernels(sim_runner(), make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=head_dim),
+                                                   "sm90"), dtype, shapes=((16, 32, 4), (3, 8, 64), (4, 12, 16), (2, 8, 512)))
+
+
+@pytest.mark.parametrize("variant", cc.PAST_64, ids=lambda v: v.id)
+def test_cuda_decode_past_64_splits(variant):
+    check_decode_past_64_splits(sim_runner(), variant, lens=(3000, 300))
+
+
+@pytest.mark.parametrize("variant", cc.MOVING_MAX, ids=lambda v: v.id)
+@pytest.mark.parametrize("ramp", ["rising", "falling"])
+def test_cuda_decode_follows_a_moving_maximum(variant, ramp):
+    check_moving_maximum(sim_runner(), variant, ramp, lens=(1500, 333, 17))
+
+
+@pytest.mark.parametrize("variant", cc.UNWRITTEN, ids=lambda v: v.id)
+def test_cuda_decode_ignores_unwritten_slots(variant):
+    check_unwritten_slots(sim_runner(), variant)
+
+
+@pytest.mark.parametrize("variant", cc.BALANCED, ids=lambda v: v.id)
+def test_cuda_balanced_decode_deals_splits_by_length(variant):
+    hk = 3 if variant.options.head_groups and variant.options.decode_warps == 4 else 2
+    check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, 0.05), g, counts)
+                                                  for name, g, counts in BALANCED_CASES], hk=hk)
+
+
+@pytest.mark.parametrize("variant", cc.DEQUANT_ROWS, ids=lambda v: v.id)
+def test_cuda_dequant_rows_matches_reference(variant):
     check_dequant(sim_runner(), variant, shapes=(([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3)))
 
 
@@ -197,7 +250,7 @@ def test_simulator_primitives(wave):
 
     from tqgen.cuda_launch import KernelParams
 
-    drv = hip_sim.SimDriver(hip_sim.build_source(PRIMITIVES, "test-primitives", wave))
+    drv = cpu_sim.SimDriver(cpu_sim.build_source(PRIMITIVES, "test-primitives", wave))
     threads, live, blocks = 96, 70, 2
     out = torch.full((blocks, threads, 8), -1, dtype=torch.int32)
     drv.launch(drv.function("prims"), (blocks, 1, 1), threads, KernelParams("Pi"), (out.data_ptr(), live), 0)
@@ -222,11 +275,11 @@ def test_simulator_primitives(wave):
 
 def test_simulator_reports_bad_launches():
     """What cannot run says so: a block past 1024 threads, a shuffle width that is not a power of two, a variant of
-    another backend, an unknown kernel name."""
+    another backend, a CUDA variant with 64-lane wavefronts, an unknown kernel name."""
     from tqgen.cuda_launch import KernelParams
 
     src = PRIMITIVES.replace("__shfl_xor(t, 1, 32)", "__shfl_xor(t, 1, 24)")
-    drv = hip_sim.SimDriver(hip_sim.build_source(src, "test-bad-width", 64))
+    drv = cpu_sim.SimDriver(cpu_sim.build_source(src, "test-bad-width", 64))
     buf = torch.zeros(64, 8, dtype=torch.int32)
     with pytest.raises(RuntimeError, match="width 24"):
         drv.launch(drv.function("prims"), (1, 1, 1), 64, KernelParams("Pi"), (buf.data_ptr(), 64), 0)
@@ -234,7 +287,9 @@ def test_simulator_reports_bad_launches():
         drv.launch(drv.function("prims"), (1, 1, 1), 2048, KernelParams("Pi"), (buf.data_ptr(), 64), 0)
     with pytest.raises(RuntimeError, match="no kernel 'nope'"):
         drv.function("nope")
-    with pytest.raises(ValueError, match="runs HIP variants"):
-        hip_sim.build_sim(make_variant(LayoutSpec.from_preset("4bit_nc"), "sm90"))
-    with pytest.raises(ValueError, match="AMD targets"):
-        hip_sim.load_sim(LayoutSpec.from_preset("4bit_nc"), "sm90")
+    from tqgen.lower_triton import make_variant as make_triton
+    with pytest.raises(ValueError, match="backend cuda or hip"):
+        cpu_sim.build_sim(make_triton(LayoutSpec.from_preset("4bit_nc"), "sm90"))
+    with pytest.raises(ValueError, match="32-lane warps"):
+        cpu_sim.load_sim(LayoutSpec.from_preset("4bit_nc"), "sm90", wave=64)
+
