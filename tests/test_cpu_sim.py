@@ -293,3 +293,21 @@ def test_simulator_reports_bad_launches():
     with pytest.raises(ValueError, match="32-lane warps"):
         cpu_sim.load_sim(LayoutSpec.from_preset("4bit_nc"), "sm90", wave=64)
 
+
+
+@pytest.mark.parametrize("mutation", ["store", "decode"])
+def test_simulator_catches_a_wrong_kernel(mutation):
+    """The checks are not vacuous on the simulator: the sm90 3bit_nc SoA kernel.cu with its value zero point stored
+    0.1 % high (store), or with P's 8x8 transpose before P·V left out (decode: tq_trans8 returns its input), fails
+    check_variant, where the source as generated passes it (test_cuda_variant_matches_reference)."""
+    from tqgen.build import source_name, variant_dir
+
+    v = make_variant(LayoutSpec.from_preset("3bit_nc", layout="soa"), "sm90")
+    src = (variant_dir(v) / source_name(v)).read_text()
+    old, new = {"store": ("tq_store_f16(at(L.vz), 0, lo);", "tq_store_f16(at(L.vz), 0, lo * 1.001f);"),
+                "decode": ("pb[0] = tq_trans8(pt[0], lane);", "pb[0] = pt[0];")}[mutation]
+    assert src.count(old) == 1
+    kern = cpu_sim.load_sim_variant(v, source=src.replace(old, new))
+    run = Runner(lambda _v: kern, torch.device("cpu"), lambda: 0, lambda: None, 1)
+    with pytest.raises(AssertionError, match="v_zero differs" if mutation == "store" else "decode rel err"):
+        check_variant(run, v, SHAPES[2:4])

@@ -85,10 +85,11 @@ def sim_source(source: str) -> str:
     return f"{body}\n// ---- tqgen.cpu_sim: launch entries\n{calls}\n"
 
 
-def build_sim(v: Variant, wave: int | None = None, defines: tuple[str, ...] = ()) -> Path:
-    """Compile ``v``'s C++ source for the host: a HIP variant as written (``wave``: 64 lanes by default, or 32), a CUDA
-    variant with its inline PTX translated (``cuda_source``; 32-lane warps); returns the shared library (cached)."""
-    src = (variant_dir(v) / source_name(v)).read_text()
+def build_sim(v: Variant, wave: int | None = None, defines: tuple[str, ...] = (), source: str | None = None) -> Path:
+    """Compile ``v``'s C++ source (or ``source``: a modified rendering of it) for the host: a HIP variant as written
+    (``wave``: 64 lanes by default, or 32), a CUDA variant with its inline PTX translated (``cuda_source``; 32-lane
+    warps); returns the shared library (cached)."""
+    src = source if source is not None else (variant_dir(v) / source_name(v)).read_text()
     if v.backend.value == "hip":
         return build_source(src, v.id, wave or 64, defines)
     if v.backend.value == "cuda":
@@ -285,10 +286,12 @@ class SimKernels(CudaKernels):
         return 0
 
 
-def load_sim_variant(v: Variant, wave: int | None = None, defines: tuple[str, ...] = ()) -> SimKernels:
-    """``v`` (a HIP or CUDA variant) compiled for the host and loaded."""
+def load_sim_variant(v: Variant, wave: int | None = None, defines: tuple[str, ...] = (),
+                     source: str | None = None) -> SimKernels:
+    """``v`` (a HIP or CUDA variant) compiled for the host and loaded; ``source``: a modified rendering of ``v`` to run
+    in its place (a kernel experiment checked for correctness before any GPU time: bench/dbg/sim_check.py)."""
     from ..lower_cuda import decode_dynamic_smem
-    drv = SimDriver(build_sim(v, wave, defines))
+    drv = SimDriver(build_sim(v, wave, defines, source))
     fns = {name: drv.function(name) for pair in KERNEL_NAMES.values() for name in pair}
     return SimKernels(v, drv, fns, decode_dynamic_smem(v.spec, v.target, v.kind, v.options))
 
