@@ -295,17 +295,20 @@ def test_simulator_reports_bad_launches():
 
 
 
-@pytest.mark.parametrize("mutation", ["store", "decode"])
+@pytest.mark.parametrize("mutation", ["store", "decode", "pipeline"])
 def test_simulator_catches_a_wrong_kernel(mutation):
     """The checks are not vacuous on the simulator: the sm90 3bit_nc SoA kernel.cu with its value zero point stored
-    0.1 % high (store), or with P's 8x8 transpose before P·V left out (decode: tq_trans8 returns its input), fails
-    check_variant, where the source as generated passes it (test_cuda_variant_matches_reference)."""
+    0.1 % high (store), with P's 8x8 transpose before P·V left out (decode: tq_trans8 returns its input), or waiting
+    for one cp.async group less before a tile's reads (pipeline: the simulator lands a copy at the wait that covers
+    it, so the tile reads the stage's old bytes) fails check_variant, where the source as generated passes it
+    (test_cuda_variant_matches_reference)."""
     from tqgen.build import source_name, variant_dir
 
     v = make_variant(LayoutSpec.from_preset("3bit_nc", layout="soa"), "sm90")
     src = (variant_dir(v) / source_name(v)).read_text()
     old, new = {"store": ("tq_store_f16(at(L.vz), 0, lo);", "tq_store_f16(at(L.vz), 0, lo * 1.001f);"),
-                "decode": ("pb[0] = tq_trans8(pt[0], lane);", "pb[0] = pt[0];")}[mutation]
+                "decode": ("pb[0] = tq_trans8(pt[0], lane);", "pb[0] = pt[0];"),
+                "pipeline": ("tq_cp_async_wait<TQ_STAGES - 2>();", "tq_cp_async_wait<TQ_STAGES - 1>();")}[mutation]
     assert src.count(old) == 1
     kern = cpu_sim.load_sim_variant(v, source=src.replace(old, new))
     run = Runner(lambda _v: kern, torch.device("cpu"), lambda: 0, lambda: None, 1)

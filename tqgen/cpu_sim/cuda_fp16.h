@@ -93,12 +93,32 @@ inline void cvt_rn_f16x2_e4m3x2(uint32_t& r, unsigned short x, int) {
 inline void cvt_rn_satfinite_e4m3x2_f32(unsigned short& r, float hi, float lo, int) {
   r = (unsigned short)((e4m3_satfinite(hi) << 8) | e4m3_satfinite(lo));
 }
-// cp.async: the copy lands at once (the data is read-only for the kernel's life; a stage's reuse still needs the
-// barriers the hardware needs, or a lane that runs ahead overwrites what another still reads)
-inline void cp_async_cg_shared_global(uint32_t dst, const void* src, int n, int) { memcpy(shared_ptr(dst), src, n); }
-inline void cp_async_ca_shared_global(uint32_t dst, const void* src, int n, int) { memcpy(shared_ptr(dst), src, n); }
-inline void cp_async_commit_group(int) {}
-inline void cp_async_wait_group(int, int) {}
+// cp.async: a copy is queued with its lane's open commit group and lands at the cp.async.wait_group that waits for that
+// group (all but the N most recently committed), not before: a kernel that reads a stage before waiting for it reads
+// what the buffer held, as on the GPU it may. (The hardware may land a copy earlier; a stage's reuse while another lane
+// still reads it needs the barriers the hardware needs, or a lane that runs ahead overwrites what another still reads.)
+inline void cp_async_queue(uint32_t dst, const void* src, int n) {
+  Lane& l = *g.cur;
+  if (l.ncopies == (int)(sizeof l.copies / sizeof l.copies[0])) {
+    fail("more than 64 cp.async copies of one thread in flight: the simulator's queue is full");
+    memcpy(shared_ptr(dst), src, n);
+    return;
+  }
+  l.copies[l.ncopies++] = Lane::Copy{shared_ptr(dst), src, n, l.group};
+}
+inline void cp_async_cg_shared_global(uint32_t dst, const void* src, int n, int) { cp_async_queue(dst, src, n); }
+inline void cp_async_ca_shared_global(uint32_t dst, const void* src, int n, int) { cp_async_queue(dst, src, n); }
+inline void cp_async_commit_group(int) { ++g.cur->group; }
+inline void cp_async_wait_group(int pending, int) {
+  Lane& l = *g.cur;
+  int keep = 0;
+  for (int i = 0; i < l.ncopies; ++i) {
+    Lane::Copy& c = l.copies[i];
+    if (c.group + (unsigned)pending < l.group) memcpy(c.dst, c.src, c.n);  // committed before the newest `pending`
+    else l.copies[keep++] = c;
+  }
+  l.ncopies = keep;
+}
 inline void ld_shared_u32(uint32_t& x, uint32_t a, int) { memcpy(&x, shared_ptr(a), 4); }
 inline void add_u32(uint32_t& r, uint32_t a, uint32_t b, int) { r = a + b; }
 inline void ld_shared_v2_u32(uint32_t& x0, uint32_t& x1, uint32_t a, int) {

@@ -86,6 +86,15 @@ struct Lane {
   uint64_t res;    // the result handed back
   void* data;      // collectives: this lane's operands and results
   void (*collective)(struct Lane* const* warp);  // collectives: computes every lane's results from all 32 lanes
+  // CUDA cp.async: copies issued and not yet landed, each with its commit group (cuda_fp16.h)
+  struct Copy {
+    void* dst;
+    const void* src;
+    int n;
+    unsigned group;
+  } copies[64];
+  int ncopies;
+  unsigned group;  // the open (uncommitted) group's number
 };
 
 struct State {
@@ -313,6 +322,8 @@ inline int run_block() {
     memcpy(g.stacks + (size_t)t * g.stack_size, &CANARY, sizeof CANARY);
     l.tid = t;
     l.wait = RUNNING;
+    l.ncopies = 0;
+    l.group = 0;
     start_fiber(l, g.stacks + (size_t)t * g.stack_size, g.stack_size);
   }
   for (;;) {
