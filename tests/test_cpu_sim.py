@@ -47,15 +47,16 @@ def _body(v) -> str:
 DISTINCT = list({_body(v): v for v in reversed(AMD)}.values())[::-1]
 
 
-def _amd(preset, layout, head_dim=128, target="gfx942", **kw):
+def _cpp(preset, layout, head_dim=128, target="gfx942", **kw):
+    """The C++ variant of a preset on a target (gfx942 by default), fp8 keys in its native format."""
     from tqgen.build import preset_spec_for_target
     return make_variant(preset_spec_for_target(preset, Target.parse(target, "target"), layout=layout,
                                                head_dim=head_dim, **kw), target)
 
 
-ROTATED_FP8 = [_amd("k8v4", "soa", rotation="hadamard"), _amd("k8v4", "aos", target="gfx950", rotation="rht",
-                                                             rotation_seed=5)]
-D64 = [_amd(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_amd("3bit_nc", "aos", 64)]
+HIP_ROTATED_FP8 = [_cpp("k8v4", "soa", rotation="hadamard"), _cpp("k8v4", "aos", target="gfx950", rotation="rht",
+                                                                 rotation_seed=5)]
+HIP_D64 = [_cpp(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_cpp("3bit_nc", "aos", 64)]
 # the GPU tests' shapes (tests/test_cuda_gpu.py SHAPES) with shorter sequences
 SHAPES = [
     ([900, 1, 0, 209, 16, 300, 219, 17], 8, 4, torch.bfloat16),
@@ -90,12 +91,7 @@ def test_every_amd_variant_is_covered():
     assert len(DISTINCT) == 10 and {_body(v) for v in AMD} == {_body(v) for v in DISTINCT}
 
 
-@pytest.mark.parametrize("variant", DISTINCT + ROTATED_FP8 + D64, ids=lambda v: v.id)
-def test_hip_variant_matches_reference(variant):
-    check_variant(sim_runner(), variant, SHAPES)
-
-
-@pytest.mark.parametrize("variant", [GFX942[2], D64[3]], ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", [GFX942[2], HIP_D64[3]], ids=lambda v: v.id)
 def test_wave32_runs_the_same_kernels(variant):
     """The same sources with 32-lane wavefronts (an NVIDIA warp's width: one logical warp a wavefront) pass the same
     checks: the 64-lane results above do not hinge on the simulator's wavefront size."""
@@ -119,101 +115,66 @@ def test_ucontext_fibers_match_the_asm_switch():
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
-@pytest.mark.parametrize("variant", DISTINCT + ROTATED_FP8 + D64[1:2], ids=lambda v: v.id)
+# ------------------------------------------------------------------------------ the GPU tests' checks
+# each over HIP variants (64-lane wavefronts) and CUDA ones (tests/test_cuda_gpu.py's lists; 32-lane warps)
+@pytest.mark.parametrize("variant", DISTINCT + HIP_ROTATED_FP8 + HIP_D64 + cc.CUDA + cc.PORTABLE + cc.ROTATED_FP8
+                         + cc.D64 + cc.GROUPED, ids=lambda v: v.id)
+def test_variant_matches_reference(variant):
+    check_variant(sim_runner(), variant, SHAPES)
+
+
+@pytest.mark.parametrize("variant", DISTINCT + HIP_ROTATED_FP8 + HIP_D64[1:2] + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8,
+                         ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_hip_store_special_values(variant, dtype):
+def test_store_special_values(variant, dtype):
     check_store_special_values(sim_runner(), variant, dtype)
 
 
+@pytest.mark.parametrize("target", ["gfx942", "sm90"])
 @pytest.mark.parametrize("head_dim", [128, 64])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_hip_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
-    check_merge_kernels(sim_runner(), _amd("4bit_nc", "soa", head_dim), dtype,
+def test_merge_kernels_match_the_log_sum_exp(target, head_dim, dtype):
+    check_merge_kernels(sim_runner(), _cpp("4bit_nc", "soa", head_dim, target), dtype,
                         shapes=((16, 32, 4), (3, 8, 64), (4, 12, 16), (2, 8, 512)))
 
 
-@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("4bit_nc", "soa", 64)], ids=lambda v: v.id)
-def test_hip_decode_past_64_splits(variant):
+@pytest.mark.parametrize("variant", [_cpp("3bit_nc", "soa"), _cpp("4bit_nc", "soa", 64)] + cc.PAST_64,
+                         ids=lambda v: v.id)
+def test_decode_past_64_splits(variant):
     check_decode_past_64_splits(sim_runner(), variant, lens=(3000, 300))
 
 
-@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("k8v4", "aos"), _amd("4bit_nc", "soa", 64),
-                                     _amd("k3v4_nc", "aos", 64)], ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", [_cpp("3bit_nc", "soa"), _cpp("k8v4", "aos"), _cpp("4bit_nc", "soa", 64),
+                                     _cpp("k3v4_nc", "aos", 64)] + cc.MOVING_MAX, ids=lambda v: v.id)
 @pytest.mark.parametrize("ramp", ["rising", "falling"])
-def test_hip_decode_follows_a_moving_maximum(variant, ramp):
-    """The lazy maximum's vote (__any) spans the wavefront's two logical warps here, two splits with their own
+def test_decode_follows_a_moving_maximum(variant, ramp):
+    """For HIP the lazy maximum's vote (__any) spans the wavefront's two logical warps, two splits with their own
     maxima: a split whose maximum moved makes its neighbour take the rescale path too (harmless, and run)."""
     check_moving_maximum(sim_runner(), variant, ramp, lens=(1500, 333, 17))
 
 
-@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("4bit_nc", "aos"), _amd("k8v4", "aos"),
-                                     _amd("k3v4_nc", "soa", 64)], ids=lambda v: v.id)
-def test_hip_decode_ignores_unwritten_slots(variant):
+@pytest.mark.parametrize("variant", [_cpp("3bit_nc", "soa"), _cpp("4bit_nc", "aos"), _cpp("k8v4", "aos"),
+                                     _cpp("k3v4_nc", "soa", 64)] + cc.UNWRITTEN, ids=lambda v: v.id)
+def test_decode_ignores_unwritten_slots(variant):
     check_unwritten_slots(sim_runner(), variant)
 
 
-@pytest.mark.parametrize("variant", [_amd("3bit_nc", "soa"), _amd("k8v4", "aos"), _amd("4bit_nc", "soa", 64)],
-                         ids=lambda v: v.id)
-def test_hip_balanced_decode_deals_splits_by_length(variant):
-    check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, 0.05), g, counts)
-                                                  for name, g, counts in BALANCED_CASES])
-
-
-# the dequant's other kernels (AMD's default is the rows kernel at one round, run above): two rounds, and the lane
-# kernel (dequant_rows=0)
-DEQUANT = [make_variant(v.spec, v.target, options=cuda_options(v.spec, v.target).with_changes([f"dequant_rows={r}"]))
-           for v, r in ((GFX942[3], 2), (GFX942[4], 0), (D64[2], 2), (D64[4], 0), (ROTATED_FP8[0], 0))]
-
-
-@pytest.mark.parametrize("variant", DEQUANT, ids=lambda v: f"{v.id}-rows{v.options.dequant_rows}")
-def test_hip_dequant_kernels_match_reference(variant):
-    check_dequant(sim_runner(), variant, shapes=(([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3)))
-
-
-# ------------------------------------------------------------------------------ the CUDA variants (tests/test_cuda_gpu.py's lists)
-@pytest.mark.parametrize("variant", cc.CUDA + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64 + cc.GROUPED, ids=lambda v: v.id)
-def test_cuda_variant_matches_reference(variant):
-    check_variant(sim_runner(), variant, SHAPES)
-
-
-@pytest.mark.parametrize("variant", cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8, ids=lambda v: v.id)
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_cuda_store_special_values(variant, dtype):
-    check_store_special_values(sim_runner(), variant, dtype)
-
-
-@pytest.mark.parametrize("head_dim", [128, 64])
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_cuda_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
-    check_merge_kernels(sim_runner(), make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=head_dim),
-                                                   "sm90"), dtype, shapes=((16, 32, 4), (3, 8, 64), (4, 12, 16), (2, 8, 512)))
-
-
-@pytest.mark.parametrize("variant", cc.PAST_64, ids=lambda v: v.id)
-def test_cuda_decode_past_64_splits(variant):
-    check_decode_past_64_splits(sim_runner(), variant, lens=(3000, 300))
-
-
-@pytest.mark.parametrize("variant", cc.MOVING_MAX, ids=lambda v: v.id)
-@pytest.mark.parametrize("ramp", ["rising", "falling"])
-def test_cuda_decode_follows_a_moving_maximum(variant, ramp):
-    check_moving_maximum(sim_runner(), variant, ramp, lens=(1500, 333, 17))
-
-
-@pytest.mark.parametrize("variant", cc.UNWRITTEN, ids=lambda v: v.id)
-def test_cuda_decode_ignores_unwritten_slots(variant):
-    check_unwritten_slots(sim_runner(), variant)
-
-
-@pytest.mark.parametrize("variant", cc.BALANCED, ids=lambda v: v.id)
-def test_cuda_balanced_decode_deals_splits_by_length(variant):
+@pytest.mark.parametrize("variant", [_cpp("3bit_nc", "soa"), _cpp("k8v4", "aos"), _cpp("4bit_nc", "soa", 64)]
+                         + cc.BALANCED, ids=lambda v: v.id)
+def test_balanced_decode_deals_splits_by_length(variant):
     hk = 3 if variant.options.head_groups and variant.options.decode_warps == 4 else 2
     check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, 0.05), g, counts)
                                                   for name, g, counts in BALANCED_CASES], hk=hk)
 
 
-@pytest.mark.parametrize("variant", cc.DEQUANT_ROWS, ids=lambda v: v.id)
-def test_cuda_dequant_rows_matches_reference(variant):
+# the dequant's other kernels for AMD (its default, the rows kernel at one round, runs above): two rounds and the lane
+# kernel (dequant_rows=0); for CUDA the GPU tests' list (1, 2 and 4 rounds, AMD's options through the portable path)
+HIP_DEQUANT = [make_variant(v.spec, v.target, options=cuda_options(v.spec, v.target).with_changes([f"dequant_rows={r}"]))
+               for v, r in ((GFX942[3], 2), (GFX942[4], 0), (HIP_D64[2], 2), (HIP_D64[4], 0), (HIP_ROTATED_FP8[0], 0))]
+
+
+@pytest.mark.parametrize("variant", HIP_DEQUANT + cc.DEQUANT_ROWS, ids=lambda v: f"{v.id}-rows{v.options.dequant_rows}")
+def test_dequant_kernels_match_reference(variant):
     check_dequant(sim_runner(), variant, shapes=(([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3)))
 
 
