@@ -234,13 +234,14 @@ def build_source(source: str, name: str, wave: int = 64, defines: tuple[str, ...
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    cpp = out.with_suffix(".cpp")
+    own = f"{os.getpid()}-{threading.get_ident()}"  # builds may run in threads and processes at once
+    cpp, tmp = out.with_suffix(f".{own}.cpp"), out.with_suffix(f".{own}.tmp")
     cpp.write_text(sim_source(source))
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
     cmd = [cxx, *flags, "-I", str(SIM_DIR), str(cpp), "-o", str(tmp), "-lm", "-Wl,--no-undefined"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"compiling {name} for the CPU simulator failed ({' '.join(cmd)}):\n{r.stderr[-4000:]}")
+    cpp.replace(out.with_suffix(".cpp"))  # what was compiled, beside the library (for a debugger or a reader)
     tmp.replace(out)
     return out
 
