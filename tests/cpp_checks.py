@@ -88,15 +88,39 @@ def cuda_runner() -> Runner:
                   sm_count(dev))
 
 
-def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list[int] | None = None) -> None:
+def sim_runner(load) -> Runner:
+    """tqgen.cpu_sim as a Runner: ``load(variant)`` gives its kernels; CPU tensors, no stream, one SM (what
+    tqgen.tuning.sm_count says of a CPU device)."""
+    return Runner(load, torch.device("cpu"), lambda: 0, lambda: None, 1)
+
+
+# The simulator's sizes of the checks' inputs (tests/test_cpu_sim.py, bench/dbg/sim_check.py): the GPU tests' shapes
+# (tests/test_cuda_gpu.py SHAPES) with shorter sequences
+SIM_SHAPES = [
+    ([900, 1, 0, 209, 16, 300, 219, 17], 8, 4, torch.bfloat16),
+    ([int(x) for x in torch.randint(1, 300, (64,), generator=torch.Generator().manual_seed(1))], 2, 8, torch.bfloat16),
+    ([513, 1096, 77], 4, 1, torch.float16),
+    ([900, 40], 3, 3, torch.bfloat16),
+    ([700, 250], 2, 12, torch.float16),  # two query octets per KV head, the second one partial
+]
+SIM_MERGE_SHAPES = ((16, 32, 4), (3, 8, 64), (4, 12, 16), (2, 8, 512))
+SIM_PAST_64_LENS = (3000, 300)
+SIM_MOVING_LENS = (1500, 333, 17)
+SIM_BALANCED_SCALE = 0.05
+SIM_DEQUANT_SHAPES = (([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3))
+
+
+def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list[int] | None = None) -> dict:
     """Store (compare_store's rule: V and fp8 bytes identical, Lloyd-Max index flips only at a midpoint within 1e-5;
     int32 and int64 slot mappings the same bytes), decode with and without sinks + a sliding window (max error relative
     to max |out| <= DECODE_TOL, against the reference and within 2x of it against ``other``'s decode of the same
     cache), dequant on the third shape (fp32: the reference within 1e-5 relative, the inverse rotation's fp32
     summation order; bf16 / fp16: one rounding, 2^-8 / 2^-11; zeros past each length) of every ``(lens, hk, gqa,
-    dtype)`` in ``shapes``; ``short_first``: lengths that replace the first shape's."""
+    dtype)`` in ``shapes``; ``short_first``: lengths that replace the first shape's. Returns what it measured: the
+    largest decode error a query dtype and the fp32 dequant's (``bench/dbg/sim_errors.py`` tabulates them)."""
     kern = run.load(variant)
     spec, dev = variant.spec, run.dev
+    seen = {"decode": {}, "dequant_f32": None}
     for i, (lens, hk, g, dt) in enumerate(shapes):
         if short_first is not None and i == 0:
             lens = short_first
@@ -122,6 +146,7 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
             assert torch.isfinite(out).all()
             err = rel_err(out, exp)
             assert err <= DECODE_TOL[dt], f"decode rel err {err:.2e} > {DECODE_TOL[dt]:.2e} (shape {i})"
+            seen["decode"][dt] = max(err, seen["decode"].get(dt, 0.0))
             if other is not None:
                 t_out = other.decode(case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
                                      sliding_window=window)
@@ -130,12 +155,14 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
             k, v = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float32)
             ek, ev = ref.dequant(spec, want, case["block_table"], case["seq_lens"])
             assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
+            seen["dequant_f32"] = max(rel_err(k, ek), rel_err(v, ev))
             kb, vb = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.bfloat16)
             assert rel_err(kb, ek) < 2**-8 and rel_err(vb, ev) < 2**-8
             kh, vh = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float16)
             assert rel_err(kh, ek) < 2**-11 and rel_err(vh, ev) < 2**-11  # one fp16 rounding
             for s, n in enumerate(lens):  # zeros past each length
                 assert not kh[s, :, n:].any() and not vh[s, :, n:].any()
+    return seen
 
 
 def check_store_special_values(run: Runner, variant, dtype) -> None:

@@ -57,14 +57,7 @@ def _cpp(preset, layout, head_dim=128, target="gfx942", **kw):
 HIP_ROTATED_FP8 = [_cpp("k8v4", "soa", rotation="hadamard"), _cpp("k8v4", "aos", target="gfx950", rotation="rht",
                                                                  rotation_seed=5)]
 HIP_D64 = [_cpp(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_cpp("3bit_nc", "aos", 64)]
-# the GPU tests' shapes (tests/test_cuda_gpu.py SHAPES) with shorter sequences
-SHAPES = [
-    ([900, 1, 0, 209, 16, 300, 219, 17], 8, 4, torch.bfloat16),
-    ([int(x) for x in torch.randint(1, 300, (64,), generator=torch.Generator().manual_seed(1))], 2, 8, torch.bfloat16),
-    ([513, 1096, 77], 4, 1, torch.float16),
-    ([900, 40], 3, 3, torch.bfloat16),
-    ([700, 250], 2, 12, torch.float16),  # two query octets per KV head, the second one partial
-]
+SHAPES = cc.SIM_SHAPES
 
 
 _LOADED: dict = {}
@@ -98,8 +91,7 @@ def _prebuild(request):
 
 
 def sim_runner(wave: int | None = None, defines: tuple[str, ...] = ()) -> Runner:
-    """The simulator as a Runner: CPU tensors, no stream, one SM (tqgen.tuning.sm_count of a CPU device)."""
-    return Runner(lambda v: _load(v, wave, defines), torch.device("cpu"), lambda: 0, lambda: None, 1)
+    return cc.sim_runner(lambda v: _load(v, wave, defines))
 
 
 def test_every_amd_variant_is_covered():
@@ -155,13 +147,13 @@ def test_store_special_values(variant, dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_merge_kernels_match_the_log_sum_exp(target, head_dim, dtype):
     check_merge_kernels(sim_runner(), _cpp("4bit_nc", "soa", head_dim, target), dtype,
-                        shapes=((16, 32, 4), (3, 8, 64), (4, 12, 16), (2, 8, 512)))
+                        shapes=cc.SIM_MERGE_SHAPES)
 
 
 @pytest.mark.parametrize("variant", [_cpp("3bit_nc", "soa"), _cpp("4bit_nc", "soa", 64)] + cc.PAST_64,
                          ids=lambda v: v.id)
 def test_decode_past_64_splits(variant):
-    check_decode_past_64_splits(sim_runner(), variant, lens=(3000, 300))
+    check_decode_past_64_splits(sim_runner(), variant, lens=cc.SIM_PAST_64_LENS)
 
 
 @pytest.mark.parametrize("variant", [_cpp("3bit_nc", "soa"), _cpp("k8v4", "aos"), _cpp("4bit_nc", "soa", 64),
@@ -170,7 +162,7 @@ def test_decode_past_64_splits(variant):
 def test_decode_follows_a_moving_maximum(variant, ramp):
     """For HIP the lazy maximum's vote (__any) spans the wavefront's two logical warps, two splits with their own
     maxima: a split whose maximum moved makes its neighbour take the rescale path too (harmless, and run)."""
-    check_moving_maximum(sim_runner(), variant, ramp, lens=(1500, 333, 17))
+    check_moving_maximum(sim_runner(), variant, ramp, lens=cc.SIM_MOVING_LENS)
 
 
 @pytest.mark.parametrize("variant", [_cpp("3bit_nc", "soa"), _cpp("4bit_nc", "aos"), _cpp("k8v4", "aos"),
@@ -183,7 +175,7 @@ def test_decode_ignores_unwritten_slots(variant):
                          + cc.BALANCED, ids=lambda v: v.id)
 def test_balanced_decode_deals_splits_by_length(variant):
     hk = 3 if variant.options.head_groups and variant.options.decode_warps == 4 else 2
-    check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, 0.05), g, counts)
+    check_balanced_decode(sim_runner(), variant, [(balanced_lens(name, cc.SIM_BALANCED_SCALE), g, counts)
                                                   for name, g, counts in BALANCED_CASES], hk=hk)
 
 
@@ -195,7 +187,7 @@ HIP_DEQUANT = [make_variant(v.spec, v.target, options=cuda_options(v.spec, v.tar
 
 @pytest.mark.parametrize("variant", HIP_DEQUANT + cc.DEQUANT_ROWS, ids=lambda v: f"{v.id}-rows{v.options.dequant_rows}")
 def test_dequant_kernels_match_reference(variant):
-    check_dequant(sim_runner(), variant, shapes=(([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3)))
+    check_dequant(sim_runner(), variant, shapes=cc.SIM_DEQUANT_SHAPES)
 
 
 # ------------------------------------------------------------------------------ the simulator itself
@@ -292,6 +284,6 @@ def test_simulator_catches_a_wrong_kernel(mutation):
                 "pipeline": ("tq_cp_async_wait<TQ_STAGES - 2>();", "tq_cp_async_wait<TQ_STAGES - 1>();")}[mutation]
     assert src.count(old) == 1
     kern = cpu_sim.load_sim_variant(v, source=src.replace(old, new))
-    run = Runner(lambda _v: kern, torch.device("cpu"), lambda: 0, lambda: None, 1)
+    run = cc.sim_runner(lambda _v: kern)
     with pytest.raises(AssertionError, match="v_zero differs" if mutation == "store" else "decode rel err"):
         check_variant(run, v, SHAPES[2:4])

@@ -29,22 +29,15 @@ from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import cuda_options, make_variant  # noqa: E402
 
-SHAPES = [  # tests/test_cpu_sim.py's
-    ([900, 1, 0, 209, 16, 300, 219, 17], 8, 4, torch.bfloat16),
-    ([int(x) for x in torch.randint(1, 300, (64,), generator=torch.Generator().manual_seed(1))], 2, 8, torch.bfloat16),
-    ([513, 1096, 77], 4, 1, torch.float16),
-    ([900, 40], 3, 3, torch.bfloat16),
-    ([700, 250], 2, 12, torch.float16),
-]
 CHECKS = {
-    "variant": lambda run, v: cc.check_variant(run, v, SHAPES),
+    "variant": lambda run, v: cc.check_variant(run, v, cc.SIM_SHAPES),
     "special": lambda run, v: [cc.check_store_special_values(run, v, dt) for dt in (torch.bfloat16, torch.float16)],
-    "moving": lambda run, v: [cc.check_moving_maximum(run, v, r, lens=(1500, 333, 17)) for r in ("rising", "falling")],
+    "moving": lambda run, v: [cc.check_moving_maximum(run, v, r, lens=cc.SIM_MOVING_LENS) for r in ("rising", "falling")],
     "unwritten": lambda run, v: cc.check_unwritten_slots(run, v),
-    "splits": lambda run, v: cc.check_decode_past_64_splits(run, v, lens=(3000, 300)),
-    "balanced": lambda run, v: cc.check_balanced_decode(run, v, [(cc.balanced_lens(n, 0.05), g, c)
+    "splits": lambda run, v: cc.check_decode_past_64_splits(run, v, lens=cc.SIM_PAST_64_LENS),
+    "balanced": lambda run, v: cc.check_balanced_decode(run, v, [(cc.balanced_lens(n, cc.SIM_BALANCED_SCALE), g, c)
                                                                  for n, g, c in cc.BALANCED_CASES]),
-    "dequant": lambda run, v: cc.check_dequant(run, v, shapes=(([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3))),
+    "dequant": lambda run, v: cc.check_dequant(run, v, shapes=cc.SIM_DEQUANT_SHAPES),
 }
 
 
@@ -68,7 +61,7 @@ def main() -> int:
     t0 = time.perf_counter()
     kern = cpu_sim.load_sim_variant(v, source=src)
     print(f"{v.id}{' (' + str(a.source) + ')' if a.source else ''}: built and loaded in {time.perf_counter() - t0:.1f} s")
-    run = cc.Runner(lambda _v: kern, torch.device("cpu"), lambda: 0, lambda: None, 1)
+    run = cc.sim_runner(lambda _v: kern)
     for name in a.checks.split(","):
         if name not in CHECKS:
             ap.error(f"unknown check {name!r}; choose from {', '.join(CHECKS)}")

@@ -95,7 +95,9 @@ def build_sim(v: Variant, wave: int | None = None, defines: tuple[str, ...] = ()
     if v.backend.value == "cuda":
         if wave not in (None, 32):
             raise ValueError(f"{v.id}: CUDA kernels run with 32-lane warps, not wave={wave}")
-        return build_source(cuda_source(src, v.target.info.arch), v.id, 32, defines)
+        arch = v.target.info.arch
+        return build_source(src, v.id, 32, defines, transform=lambda text: cuda_source(text, arch),
+                            tag=f"cuda_source sm{arch}")
     raise ValueError(f"{v.id}: the simulator runs the C++ variants (backend cuda or hip), not {v.backend.value}; "
                      "make one with lower_cuda.make_variant(spec, 'gfx942') or (spec, 'sm90')")
 
@@ -220,23 +222,26 @@ def cuda_source(source: str, arch: int) -> str:
     return "\n".join(includes) + "\n" + "".join(out)
 
 
-def build_source(source: str, name: str, wave: int = 64, defines: tuple[str, ...] = ()) -> Path:
+def build_source(source: str, name: str, wave: int = 64, defines: tuple[str, ...] = (), transform=None,
+                 tag: str = "") -> Path:
     """Compile a HIP kernel source (or a CUDA one through ``cuda_source``) for the host against the simulator's headers
     (``defines``: extra ``NAME[=VALUE]`` macros, e.g. ``TQSIM_UCONTEXT`` for the portable fiber switch); cached under ``$TQGEN_CACHE_DIR/sim/<name>/`` by a
-    hash of the source, the header, the compiler, the flags and ``wave``."""
+    hash of the source, the header, the compiler, the flags and ``wave``. ``transform`` (named by ``tag`` in the hash):
+    applied to the source before compiling, and only then (a cached build runs no preprocessor: ``cuda_source``)."""
     if wave not in WAVES:
         raise ValueError(f"wave={wave}: a wavefront of {' or '.join(map(str, WAVES))} lanes")
     cxx = find_cxx()
     flags = [*_FLAGS, f"-DTQSIM_WAVE={wave}", *(f"-D{d}" for d in defines)]
     header = b"".join((SIM_DIR / h).read_bytes() for h in HEADERS)
-    stamp = hashlib.sha256(source.encode() + header + cxx.encode() + " ".join(flags).encode()).hexdigest()[:12]
+    stamp = hashlib.sha256(source.encode() + header + cxx.encode() + " ".join(flags).encode()
+                           + tag.encode()).hexdigest()[:12]
     out = user_cache() / "sim" / name / f"wave{wave}-{stamp}.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     own = f"{os.getpid()}-{threading.get_ident()}"  # builds may run in threads and processes at once
     cpp, tmp = out.with_suffix(f".{own}.cpp"), out.with_suffix(f".{own}.tmp")
-    cpp.write_text(sim_source(source))
+    cpp.write_text(sim_source(transform(source) if transform else source))
     cmd = [cxx, *flags, "-I", str(SIM_DIR), str(cpp), "-o", str(tmp), "-lm", "-Wl,--no-undefined"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -251,7 +256,6 @@ class SimDriver:
     ``launch`` runs its grid on the CPU (block after block; returns when done)."""
 
     name = "sim"
-    DYN_POOL = 232448  # tqsim::dyn_pool (cpu_sim/tqsim.h)
     _lock = threading.Lock()  # the simulator's state is one per library and not re-entrant
 
     def __init__(self, path: Path):
@@ -261,6 +265,8 @@ class SimDriver:
         self.lib.tqsim_launch.restype = ctypes.c_int
         self.lib.tqsim_error.restype = ctypes.c_char_p
         self.wave = self.lib.tqsim_wave()
+        self.lib.tqsim_dyn_pool_bytes.restype = ctypes.c_size_t
+        self.dyn_pool = self.lib.tqsim_dyn_pool_bytes()  # dynamic shared memory the library can give a launch
 
     def function(self, name: str) -> int:
         try:
@@ -270,8 +276,8 @@ class SimDriver:
 
     def launch(self, fn, grid: tuple[int, int, int], block: int, params: KernelParams, values: tuple, stream: int,
                smem: int = 0, after_trigger: bool = False) -> None:
-        if smem > self.DYN_POOL:
-            raise RuntimeError(f"dynamic shared memory of {smem} bytes: the simulator's pool holds {self.DYN_POOL}")
+        if smem > self.dyn_pool:
+            raise RuntimeError(f"dynamic shared memory of {smem} bytes: the simulator's pool holds {self.dyn_pool}")
         with self._lock:
             ptrs = params.pack(values)
             if self.lib.tqsim_launch(fn, ptrs, *grid, block):

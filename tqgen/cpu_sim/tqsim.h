@@ -473,3 +473,4 @@ extern "C" int tqsim_launch(void (*call)(void**), void** params, unsigned gx, un
 }
 extern "C" const char* tqsim_error() { return tqsim::g.error; }
 extern "C" int tqsim_wave() { return TQSIM_WAVE; }
+extern "C" size_t tqsim_dyn_pool_bytes() { return sizeof tqsim::dyn_pool; }
