@@ -108,6 +108,9 @@ SIM_PAST_64_LENS = (3000, 300)
 SIM_MOVING_LENS = (1500, 333, 17)
 SIM_BALANCED_SCALE = 0.05
 SIM_DEQUANT_SHAPES = (([513, 1096, 77, 1, 0], 4), ([900, 40, 17], 3))
+# the race check's shapes (kernel_outputs under several schedules): bf16 and fp16 (each store kernel), an empty and a
+# one-token sequence, two query octets a KV head
+SIM_SCHEDULE_SHAPES = [([300, 17, 40, 1], 4, 4, torch.bfloat16), ([129, 64], 2, 12, torch.float16)]
 
 
 def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list[int] | None = None) -> dict:
@@ -386,3 +389,23 @@ def check_dequant(run: Runner, variant, shapes=(([513, 4096, 77, 1, 0], 4), ([30
         assert k2.shape[2] == m and torch.equal(k2[:, :, :max(lens)], k) and torch.equal(v2[:, :, :max(lens)], v)
         for s, n in enumerate(lens):
             assert not k2[s, :, n:].any() and not v2[s, :, n:].any()
+
+
+def kernel_outputs(run: Runner, variant, shape, kern=None) -> dict[str, torch.Tensor]:
+    """Every output of the variant's kernels on one ``(lens, hk, gqa, dtype)`` shape, raw (no comparison): the cache the
+    store writes, the decode of that cache without and with sinks + a sliding window (splits and merge) and balanced
+    (the plan's kernel), its bf16 and fp32 dequant. Two schedules of a correct kernel give the same bytes
+    (tests/test_cpu_sim.py); ``kern``: loaded kernels to use instead of ``run.load(variant)``."""
+    kern = kern or run.load(variant)
+    lens, hk, g, dt = shape
+    case = Case(variant.spec, lens, hk, g, dtype=dt, seed=11).build(run.dev)
+    cache = ref.allocate(variant.spec, case["num_blocks"], hk, run.dev)
+    kern.store(case["key"], case["value"], cache, case["slot_mapping"])
+    out = {"cache": cache}
+    for name, sinks, window, balanced in (("decode", None, None, False), ("decode_sinks_window", case["sinks"], 200, False),
+                                          ("decode_balanced", None, None, True)):
+        out[name] = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
+                                sliding_window=window, balanced=balanced)
+    for name, dtype in (("dequant_bf16", torch.bfloat16), ("dequant_f32", torch.float32)):
+        out[name + "_k"], out[name + "_v"] = kern.dequant(cache, case["block_table"], case["seq_lens"], dtype=dtype)
+    return out

@@ -287,3 +287,67 @@ def test_simulator_catches_a_wrong_kernel(mutation):
     run = cc.sim_runner(lambda _v: kern)
     with pytest.raises(AssertionError, match="v_zero differs" if mutation == "store" else "decode rel err"):
         check_variant(run, v, SHAPES[2:4])
+
+
+# ------------------------------------------------------------------------------ schedules: the race check
+# Other schedules than the default's (every thread runs until it blocks, in index order, then all resolve together):
+# each wavefront alone through its own shuffles, votes and warp collectives until a __syncthreads (as a GPU's warps run
+# ahead of each other), wavefronts and threads in reverse or shuffled order, shared memory poisoned (0xff) before every
+# block. A correct kernel's outputs do not depend on the schedule: bit-identical, since no kernel has atomics and every
+# sum runs in a fixed order
+SCHEDULES = [("forward", 0), ("reverse", 0), ("shuffle", 7)]
+SCHEDULE_SHAPES = cc.SIM_SCHEDULE_SHAPES
+LANE_DEQUANT = make_variant(LayoutSpec.from_preset("3bit_nc", layout="aos"), "sm90", options=cuda_options(
+    LayoutSpec.from_preset("3bit_nc", layout="aos"), Target.SM90).with_changes(["dequant_rows=0"]))
+
+
+def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dict, list[dict]]:
+    """kernel_outputs under the default schedule, then under each of ``schedules`` by wavefront with poisoned blocks."""
+    run = cc.sim_runner(lambda _v: kern)
+    want = cc.kernel_outputs(run, variant, shape)
+    got = []
+    try:
+        for order, seed in schedules:
+            kern.driver.set_schedule(order, seed, poison_blocks=True, by_wavefront=True)
+            got.append(cc.kernel_outputs(run, variant, shape))
+    finally:
+        kern.driver.set_schedule()
+    return want, got
+
+
+@pytest.mark.parametrize("variant", DISTINCT + HIP_D64[1:2] + cc.SM90 + cc.PORTABLE + cc.GROUPED[1:2] + [LANE_DEQUANT],
+                         ids=lambda v: v.id)
+def test_schedules_write_the_same_bytes(variant):
+    """The race check: every kernel (store bf16 / fp16, decode plain / sinks + window / balanced, merge, dequant rows
+    or lane kernel) writes the same bytes under the default schedule and under each wavefront-at-a-time schedule
+    (forward, reverse, shuffled) with shared memory poisoned before every block, so no output hangs on which warp ran
+    first or on shared memory a block did not write."""
+    kern = sim_runner().load(variant)
+    for shape in SCHEDULE_SHAPES:
+        want, got = _outputs_by_schedule(kern, variant, shape)
+        for (order, _), out in zip(SCHEDULES, got):
+            diff = [k for k in want if not torch.equal(want[k], out[k])]
+            assert not diff, f"{variant.id}, shape {shape[:3]}, {order} by wavefront: {diff} differ"
+
+
+@pytest.mark.parametrize("target", ["sm90", "gfx942"])
+def test_schedules_catch_a_missing_barrier(target):
+    """The race check is not vacuous: the 4bit_nc SoA decode without the __syncthreads between its pair table's fill
+    (each thread its entries) and the tile loop's lookups (any entry) reads entries other warps have not yet written
+    (the poison) under a wavefront-at-a-time schedule, and its outputs change; under the default schedule the query
+    fragments' shuffles stop every thread before any lookup, as the barrier would, and the race goes unseen there
+    (why the check needs the other schedules)."""
+    from tqgen.build import source_name, variant_dir
+
+    v = _cpp("4bit_nc", "soa", target=target)
+    src = (variant_dir(v) / source_name(v)).read_text()
+    old = "__syncthreads();  // qs is dead from here (the pipeline reuses it)"
+    assert src.count(old) == 1
+    kern = cpu_sim.load_sim_variant(v, source=src.replace(old, ";"))
+    shape = SCHEDULE_SHAPES[0]
+    want, _ = _outputs_by_schedule(sim_runner().load(v), v, shape, [])
+    default, got = _outputs_by_schedule(kern, v, shape, SCHEDULES[:2])
+    assert all(torch.equal(want[k], default[k]) for k in want)  # unseen by the default schedule
+    for (order, _), out in zip(SCHEDULES, got):
+        assert not torch.equal(want["decode"], out["decode"]), f"{order} by wavefront: the race went unseen"
+        assert torch.equal(want["cache"], out["cache"])  # the store has no such race

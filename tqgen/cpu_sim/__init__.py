@@ -14,7 +14,13 @@ the CUDA kernels' own paths (the cp.async pipeline and its line loads, the share
 movmatrix fragments): a rendered kernel.cu is preprocessed and each ``asm`` statement becomes a call of the
 ``tqsim::ptx`` function of its instruction (``cuda_source``). Not a performance model, and slow (x86-64, 2-core VM: a
 store of 5,000 rows ~0.07 s, a decode ~1-2 ms a 16-token tile a warp): tests use short sequences. Intrinsics compute
-exact values where the hardware's are 1-2 ulp approximations; cp.async copies land at once.
+exact values where the hardware's are 1-2 ulp approximations; a cp.async copy lands at the wait_group that covers its
+commit group.
+
+Races: shared memory is filled with 0xff (NaN, -1) before each launch, and ``SimDriver.set_schedule`` runs the next
+launches under another schedule (each wavefront alone through its own shuffles until a ``__syncthreads``, as a GPU's
+warps run ahead of each other; forward, reverse or shuffled order; the poison before every block). A correct kernel
+writes the same bytes under every schedule; tests/test_cpu_sim.py compares them (a missing barrier changes them).
 
 Needs a host clang (``$TQGEN_SIM_CXX``, else clang-22, else clang++: the kernels use clang's ``_Float16`` vector
 builtins); binaries are cached in ``$TQGEN_CACHE_DIR/sim/<variant id>/wave<N>-<hash>.so``.
@@ -251,6 +257,9 @@ def build_source(source: str, name: str, wave: int = 64, defines: tuple[str, ...
     return out
 
 
+ORDERS = {"forward": 0, "reverse": 1, "shuffle": 2}  # tqsim.h's Order
+
+
 class SimDriver:
     """``cuda_launch.Driver``'s launch surface over one simulated kernel library: ``function`` names a kernel,
     ``launch`` runs its grid on the CPU (block after block; returns when done)."""
@@ -261,12 +270,32 @@ class SimDriver:
     def __init__(self, path: Path):
         self.path = path
         self.lib = ctypes.CDLL(str(path))
-        self.lib.tqsim_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_uint] * 4
+        self.lib.tqsim_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_uint] * 4 + [ctypes.c_ulonglong]
         self.lib.tqsim_launch.restype = ctypes.c_int
         self.lib.tqsim_error.restype = ctypes.c_char_p
         self.wave = self.lib.tqsim_wave()
         self.lib.tqsim_dyn_pool_bytes.restype = ctypes.c_size_t
         self.dyn_pool = self.lib.tqsim_dyn_pool_bytes()  # dynamic shared memory the library can give a launch
+        self.lib.tqsim_set_schedule.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int]
+        self.lib.tqsim_set_schedule.restype = ctypes.c_int
+
+    def set_schedule(self, order: str = "forward", seed: int = 0, poison_blocks: bool = False,
+                     by_wavefront: bool = False) -> None:
+        """How the simulator runs the following launches: ``order`` the order of a block's runnable threads, of its
+        wavefronts and of a grid's blocks, ``forward`` (index order, the default), ``reverse``, or ``shuffle`` (a new
+        permutation each scheduling round, from ``seed``); ``poison_blocks``: shared memory filled with 0xff before
+        every block, not only before every launch (1.7x the time of a store-heavy check); ``by_wavefront``: each
+        wavefront runs on through its own shuffles, votes and warp collectives until it waits at a __syncthreads (or
+        ends) before the next starts, as a GPU's warps run ahead of each other (else all threads run until they block
+        and resolve together, which orders them at every shuffle as a barrier would). The schedule is the library's
+        (one per compiled variant in a process). A correct kernel writes the same bytes under every schedule; a
+        shared-memory race (a __syncthreads missing between one warp's write and another's read) reads the old value
+        under one and the new under another, and a block that reads shared memory before writing it reads the
+        poison."""
+        if order not in ORDERS:
+            raise ValueError(f"simulator order {order!r}: allowed {sorted(ORDERS)}")
+        with self._lock:
+            self.lib.tqsim_set_schedule(ORDERS[order], seed, int(poison_blocks), int(by_wavefront))
 
     def function(self, name: str) -> int:
         try:
@@ -280,7 +309,7 @@ class SimDriver:
             raise RuntimeError(f"dynamic shared memory of {smem} bytes: the simulator's pool holds {self.dyn_pool}")
         with self._lock:
             ptrs = params.pack(values)
-            if self.lib.tqsim_launch(fn, ptrs, *grid, block):
+            if self.lib.tqsim_launch(fn, ptrs, *grid, block, smem):
                 raise RuntimeError(f"simulated launch (grid {grid}, {block} threads) failed: "
                                    f"{self.lib.tqsim_error().decode()}")
 

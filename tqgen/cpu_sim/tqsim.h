@@ -3,7 +3,10 @@
 // kernels here, on the CPU). hip/hip_runtime.h and cuda_fp16.h add each language's names.
 //
 // Each GPU thread of a block is a fiber on one OS thread; blocks run one after the other, so a `__shared__` variable
-// is a static (one copy, which every block of a launch reuses in turn). Threads run until they block at a shuffle, a
+// is a static (one copy, which every block of a launch reuses in turn), kept in one section (tqsim_shared) that is
+// filled with 0xff bytes (NaN in fp32 / fp16 / bf16, -1 in integers) before each launch, as is the launch's dynamic
+// shared memory, and before each block where tqsim_set_schedule asks (183 KB of statics a library: 1.7x the time of a
+// store-heavy check): a block that reads shared memory it has not written reads that, not what an earlier block left. Threads run until they block at a shuffle, a
 // vote, a warp-collective instruction or a barrier; once every thread of the block is blocked or done, the scheduler
 // resolves what can proceed, as a SIMT machine would:
 //   - a shuffle of width W: the lanes of one W-lane segment of a wavefront (TQSIM_WAVE lanes: 64 as AMD's gfx9,
@@ -13,6 +16,13 @@
 //   - a warp-collective instruction (mma.sync, movmatrix: CUDA): every live lane of the 32-lane warp at the same site
 //     (fewer than 32 is an error: the .aligned instructions need the whole warp);
 //   - __syncwarp: every live lane of the 32-lane warp at one; __syncthreads: every live thread of the block at one.
+// The order in which the runnable threads of a block run, and the blocks of a grid, is thread / block index order, or
+// reversed, or shuffled anew each round; and a wavefront may run on alone through its own shuffles and votes until it
+// reaches a __syncthreads, as a GPU's warps run ahead of each other (tqsim_set_schedule). A correct kernel gives the
+// same bytes under every schedule; a shared-memory read that a missing __syncthreads leaves unordered after another
+// warp's write reads the old value (or the poison) under one and the new under another: the race check of
+// tests/test_cpu_sim.py, by differing outputs. (Without `by_wavefront` a shuffle stops every thread until all block,
+// which orders one warp's writes before another's reads as a barrier would.)
 // A block with threads blocked and nothing that can proceed is reported as a deadlock. The intrinsics compute exact
 // (correctly rounded) values where the hardware's are approximations (exp2, reciprocal square root: 1-2 ulp).
 #pragma once
@@ -34,7 +44,7 @@
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
-#define __shared__ static
+#define __shared__ static __attribute__((section("tqsim_shared")))
 #define __constant__
 #define __align__(n) __attribute__((aligned(n)))
 
@@ -115,6 +125,31 @@ struct State {
 };
 
 inline State g;
+
+// The schedule's order (tqsim_set_schedule): 0 index order, 1 reversed, 2 shuffled each round by xorshift64* from a
+// seed; and whether shared memory is poisoned before every block (else before every launch).
+enum Order : int { FORWARD = 0, REVERSE = 1, SHUFFLE = 2 };
+inline int order = FORWARD;
+inline bool poison_blocks = false;
+inline bool eager_units = false;  // each wavefront runs past its own shuffles before the next starts (see run_block)
+inline uint64_t order_state = 1;
+inline uint64_t next_random() {
+  order_state ^= order_state >> 12;
+  order_state ^= order_state << 25;
+  order_state ^= order_state >> 27;
+  return order_state * 0x2545f4914f6cdd1dull;
+}
+// perm[0..n) = the order to visit n things in this round.
+inline void order_of(unsigned* perm, unsigned n) {
+  for (unsigned i = 0; i < n; ++i) perm[i] = order == REVERSE ? n - 1 - i : i;
+  if (order == SHUFFLE)
+    for (unsigned i = n; i > 1; --i) {
+      const unsigned j = (unsigned)(next_random() % i);
+      const unsigned t = perm[i - 1];
+      perm[i - 1] = perm[j];
+      perm[j] = t;
+    }
+}
 
 constexpr uint64_t POISON = 0x7fbadbad7fbadbadull;  // an fp32 (and fp64) NaN in each half
 constexpr uint64_t CANARY = 0x5ca1ab1e0ddba11ull;    // the lowest word of each fiber stack: overwritten = overflow
@@ -211,21 +246,22 @@ inline void start_fiber(Lane& l, char* stack, size_t size) {
 #endif
 }
 
-// Resolves every group of blocked lanes that can proceed; returns how many lanes it released.
-inline unsigned resolve() {
-  const unsigned n = g.nthreads;
+// Resolves every group of blocked lanes of threads [lo, hi) that can proceed (lo, hi: whole wavefronts), a block's
+// __syncthreads only where [lo, hi) is the block; returns how many lanes it released.
+inline unsigned resolve(unsigned lo, unsigned hi) {
+  const unsigned n = hi;
   unsigned released = 0, alive = 0, at_sync = 0;
-  for (unsigned t = 0; t < n; ++t) {
+  for (unsigned t = lo; t < hi; ++t) {
     if (g.lanes[t].wait != DONE) ++alive;
     if (g.lanes[t].wait == SYNC) ++at_sync;
   }
-  if (alive && at_sync == alive) {
+  if (lo == 0 && hi == g.nthreads && alive && at_sync == alive) {
     for (unsigned t = 0; t < n; ++t)
       if (g.lanes[t].wait == SYNC) g.lanes[t].wait = RUNNING, ++released;
     return released;
   }
   // __syncwarp and collectives: per 32-lane warp, once every live lane of it waits there
-  for (unsigned w0 = 0; w0 < n; w0 += 32) {
+  for (unsigned w0 = lo; w0 < n; w0 += 32) {
     const unsigned w1 = w0 + 32 < n ? w0 + 32 : n;
     unsigned live = 0, at = 0;
     int kind = -1, site = 0;
@@ -256,7 +292,7 @@ inline unsigned resolve() {
   }
   if (released) return released;
   // shuffles and votes: per wavefront, the lanes of one group are those at the same site (and segment)
-  for (unsigned w0 = 0; w0 < n; w0 += TQSIM_WAVE) {
+  for (unsigned w0 = lo; w0 < n; w0 += TQSIM_WAVE) {
     const unsigned w1 = w0 + TQSIM_WAVE < n ? w0 + TQSIM_WAVE : n;
     for (unsigned t = w0; t < w1; ++t) {
       Lane& a = g.lanes[t];
@@ -315,8 +351,15 @@ inline const char* wait_name(int w) {
   }
 }
 
+// The linker's bounds of the section every `__shared__` static and the dynamic pool live in.
+extern "C" char __start_tqsim_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_tqsim_shared[] __attribute__((weak, visibility("hidden")));
+inline size_t dyn_bytes = 0;  // the launch's dynamic shared memory
+inline void poison_shared();  // before each block (defined with the dynamic pool, below)
+
 inline int run_block() {
   const unsigned n = g.nthreads;
+  if (poison_blocks) poison_shared();
   for (unsigned t = 0; t < n; ++t) {
     Lane& l = g.lanes[t];
     memcpy(g.stacks + (size_t)t * g.stack_size, &CANARY, sizeof CANARY);
@@ -326,14 +369,28 @@ inline int run_block() {
     l.group = 0;
     start_fiber(l, g.stacks + (size_t)t * g.stack_size, g.stack_size);
   }
+  static unsigned perm[1024], uperm[1024];
+  const unsigned unit = TQSIM_WAVE > 32 ? TQSIM_WAVE : 32, nunits = (n + unit - 1) / unit;
   for (;;) {
-    unsigned done = 0;
-    for (unsigned t = 0; t < n; ++t) {
-      Lane& l = g.lanes[t];
-      if (l.wait == RUNNING) to_lane(&l);
-      if (l.wait == DONE) ++done;
+    if (eager_units) {  // each wavefront (32-lane warp) alone as far as it goes, its own shuffles, votes, collectives
+      order_of(uperm, nunits);
+      for (unsigned i = 0; i < nunits; ++i) {
+        const unsigned lo = uperm[i] * unit, hi = lo + unit < n ? lo + unit : n;
+        do {
+          order_of(perm, hi - lo);
+          for (unsigned j = 0; j < hi - lo; ++j)
+            if (g.lanes[lo + perm[j]].wait == RUNNING) to_lane(&g.lanes[lo + perm[j]]);
+          if (g.error[0]) return 1;
+        } while (resolve(lo, hi));
+      }
+    } else {
+      order_of(perm, n);
+      for (unsigned i = 0; i < n; ++i)
+        if (g.lanes[perm[i]].wait == RUNNING) to_lane(&g.lanes[perm[i]]);
     }
     if (g.error[0]) return 1;
+    unsigned done = 0;
+    for (unsigned t = 0; t < n; ++t) done += g.lanes[t].wait == DONE;
     for (unsigned t = 0; t < n; ++t) {
       uint64_t c;
       memcpy(&c, g.stacks + (size_t)t * g.stack_size, sizeof c);
@@ -344,7 +401,7 @@ inline int run_block() {
       }
     }
     if (done == n) return 0;
-    if (!resolve()) {
+    if (!resolve(0, n)) {
       if (g.error[0]) return 1;
       char m[sizeof g.error];
       int k = snprintf(m, sizeof m, "deadlock in block (%u, %u, %u): no thread can proceed;", g.block_idx.x,
@@ -400,8 +457,23 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
 // static's host address, every `__shared__` static (a .bss variable of the one library) sharing the high ones.
 namespace tqsim {
 inline uint64_t shared_hi = ~0ull;
-alignas(128) inline char dyn_pool[232448];  // dynamic shared memory (`extern __shared__`): 227 KB, sm_90's most
+alignas(128) inline char dyn_pool[232448] __attribute__((section("tqsim_shared")));  // dynamic shared memory (`extern __shared__`): 227 KB, sm_90's most
 inline void* shared_ptr(uint32_t a) { return reinterpret_cast<void*>((shared_hi << 32) | a); }
+// 0xff over the section but the dynamic pool's bytes past the launch's dyn_bytes (nothing reads them: 227 KB a block
+// left alone)
+inline void poison_shared() {
+  char* const a = __start_tqsim_shared;
+  char* const b = __stop_tqsim_shared;
+  char* const skip = dyn_pool + dyn_bytes;
+  char* const skip_end = dyn_pool + sizeof dyn_pool;
+  if (!a || a >= b) return;
+  if (skip < a || skip_end > b) {  // the pool outside the section: the linker did not gather it
+    fail("tqsim: the dynamic shared-memory pool is not in the tqsim_shared section");
+    return;
+  }
+  memset(a, 0xff, (size_t)(skip - a));
+  memset(skip_end, 0xff, (size_t)(b - skip_end));
+}
 }  // namespace tqsim
 inline size_t __cvta_generic_to_shared(const void* p) {
   const uint64_t hi = (uint64_t)(uintptr_t)p >> 32;
@@ -437,9 +509,14 @@ template <class... A> inline void call_with(void (*f)(A...), void** p) {
 // The library's entry points (the header is compiled into one translation unit a kernel library).
 // One launch: every block of the grid in turn. Returns 0, or 1 with the reason in tqsim_error().
 extern "C" int tqsim_launch(void (*call)(void**), void** params, unsigned gx, unsigned gy, unsigned gz,
-                                   unsigned threads) {
+                                   unsigned threads, unsigned long long smem) {
   using namespace tqsim;
   g.error[0] = 0;
+  if (smem > sizeof dyn_pool) {
+    snprintf(g.error, sizeof g.error, "dynamic shared memory of %llu bytes: the pool holds %zu", smem, sizeof dyn_pool);
+    return 1;
+  }
+  dyn_bytes = (size_t)smem;
   if (threads == 0 || threads > 1024) {
     snprintf(g.error, sizeof g.error, "block of %u threads: 1..1024 allowed", threads);
     return 1;
@@ -463,12 +540,37 @@ extern "C" int tqsim_launch(void (*call)(void**), void** params, unsigned gx, un
   g.nthreads = threads;
   g.grid = dim3{gx, gy, gz};
   g.block_dim = dim3{threads, 1, 1};
-  for (unsigned z = 0; z < gz; ++z)
-    for (unsigned y = 0; y < gy; ++y)
-      for (unsigned x = 0; x < gx; ++x) {
-        g.block_idx = dim3{x, y, z};
-        if (run_block()) return 1;
-      }
+  const uint64_t blocks = (uint64_t)gx * gy * gz;
+  if (blocks > 0xffffffffull) {
+    snprintf(g.error, sizeof g.error, "grid of %llu blocks: at most 2^32 - 1 allowed", (unsigned long long)blocks);
+    return 1;
+  }
+  unsigned* perm = static_cast<unsigned*>(malloc(sizeof(unsigned) * (blocks ? blocks : 1)));
+  if (!perm) {
+    snprintf(g.error, sizeof g.error, "cannot allocate the order of %llu blocks", (unsigned long long)blocks);
+    return 1;
+  }
+  order_of(perm, (unsigned)blocks);
+  poison_shared();
+  int rc = 0;
+  for (uint64_t i = 0; i < blocks && !rc; ++i) {
+    const unsigned b = perm[i];
+    g.block_idx = dim3{b % gx, b / gx % gy, b / gx / gy};
+    rc = run_block();
+  }
+  free(perm);
+  return rc;
+}
+// The schedule from now on: threads, wavefronts and blocks in index order (mode 0, the default), reversed (1) or
+// shuffled from `seed` (2); shared memory poisoned before each block (`each_block`) or each launch; `by_wavefront`:
+// each wavefront runs on through its own shuffles, votes and warp collectives until it waits at __syncthreads or ends
+// before the next one starts (else every thread of the block runs until it blocks, then all resolve together).
+extern "C" int tqsim_set_schedule(int mode, unsigned long long seed, int each_block, int by_wavefront) {
+  if (mode < 0 || mode > 2) return 1;
+  tqsim::order = mode;
+  tqsim::eager_units = by_wavefront != 0;
+  tqsim::order_state = seed ? seed : 1;  // xorshift's state must not be 0
+  tqsim::poison_blocks = each_block != 0;
   return 0;
 }
 extern "C" const char* tqsim_error() { return tqsim::g.error; }
