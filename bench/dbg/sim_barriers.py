@@ -1,5 +1,5 @@
-"""Which block barriers the CPU simulator's race check sees (debug): each `__syncthreads();` of a variant's rendered
-source removed in turn, the mutated kernels run on tests/cpp_checks.SIM_SCHEDULE_SHAPES (tests/cpp_checks.kernel_outputs:
+"""Which barriers the CPU simulator's race check sees (debug): each `__syncthreads();` and `__syncwarp();` of a variant's
+rendered source removed in turn, the mutated kernels run on tests/cpp_checks.SIM_SCHEDULE_SHAPES (tests/cpp_checks.kernel_outputs:
 store, decode plain / sinks + window / balanced, merge, dequant) under five schedules of tqgen.cpu_sim
 (SimDriver.set_schedule): the default; reverse order with shared memory poisoned before every block; and wavefront at
 a time (each wavefront through its own shuffles until a __syncthreads) forward, reverse and shuffled, poisoned. Each
@@ -79,10 +79,11 @@ def main() -> int:
     v = make_variant(spec, t, options=cuda_options(spec, t).with_changes(a.changes) if a.changes else None)
     src = render_cuda(v) if a.changes else (variant_dir(v) / source_name(v)).read_text()  # line numbers: generated/'s
     want = outputs(cpu_sim.load_sim_variant(v), v)
-    print(f"{v.id}: each `__syncthreads();` removed in turn; cells: outputs that differ from the unmodified kernel's\n")
+    print(f"{v.id}: each `__syncthreads();` / `__syncwarp();` removed in turn; cells: outputs that differ from the "
+          "unmodified kernel's\n")
     print("| line | before it | " + " | ".join(s[0] for s in SCHEDULES) + " |\n|" + "---|" * (2 + len(SCHEDULES)))
     lines = src.splitlines()
-    for m in re.finditer(r"__syncthreads\(\);", src):
+    for m in re.finditer(r"__syncthreads\(\);|__syncwarp\(\);", src):
         ln = src.count("\n", 0, m.start()) + 1
         kern = cpu_sim.load_sim_variant(v, source=src[:m.start()] + ";" + src[m.end():])
         cells = [differing(kern, v, want, s) for s in SCHEDULES]
