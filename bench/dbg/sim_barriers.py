@@ -6,7 +6,7 @@ a time (each wavefront through its own shuffles until a __syncthreads) forward, 
 cell names the outputs that differ from the unmodified kernel's under the default schedule ("-": none), "crash" (a
 poisoned index read out of bounds: SIGSEGV, in a forked child) or the launch's error. Prints a markdown table.
 
-    python bench/dbg/sim_barriers.py 4bit_nc soa [--target gfx942] [option=value ...]
+    python bench/dbg/sim_barriers.py 4bit_nc soa [--target gfx942] [--head-dim 64] [option=value ...]
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # sim_check
 
 import torch  # noqa: E402
 
 import cpp_checks as cc  # noqa: E402
+from sim_check import add_variant_args, variant_from  # noqa: E402
 from tqgen import cpu_sim  # noqa: E402
-from tqgen.build import preset_spec_for_target, source_name, variant_dir  # noqa: E402
-from tqgen.ir import Target  # noqa: E402
-from tqgen.lower_cuda import cuda_options, make_variant, render_cuda  # noqa: E402
+from tqgen.build import source_name, variant_dir  # noqa: E402
+from tqgen.lower_cuda import render_cuda  # noqa: E402
 
 SCHEDULES = [("default", "forward", False, False), ("reverse, poisoned", "reverse", True, False),
              ("by wavefront", "forward", True, True), ("by wavefront, reverse", "reverse", True, True),
@@ -68,16 +69,12 @@ def differing(kern, v, want, schedule) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("preset")
-    ap.add_argument("layout", choices=["soa", "aos"])
-    ap.add_argument("changes", nargs="*", help="CudaOptions changes, key=value")
-    ap.add_argument("--target", default="sm90")
+    add_variant_args(ap)
     a = ap.parse_args()
     torch.set_num_threads(1)  # forked children run torch: one thread, no pool to inherit
-    t = Target.parse(a.target, "target")
-    spec = preset_spec_for_target(a.preset, t, layout=a.layout)
-    v = make_variant(spec, t, options=cuda_options(spec, t).with_changes(a.changes) if a.changes else None)
-    src = render_cuda(v) if a.changes else (variant_dir(v) / source_name(v)).read_text()  # line numbers: generated/'s
+    v = variant_from(a)
+    gen = variant_dir(v) / source_name(v)  # line numbers as in generated/ where the variant is there
+    src = gen.read_text() if not a.changes and gen.exists() else render_cuda(v)
     want = outputs(cpu_sim.load_sim_variant(v), v)
     print(f"{v.id}: each `__syncthreads();` / `__syncwarp();` removed in turn; cells: outputs that differ from the "
           "unmodified kernel's\n")

@@ -41,22 +41,32 @@ CHECKS = {
 }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_variant_args(ap: argparse.ArgumentParser) -> None:
+    """The arguments that name one C++ variant (bench/dbg/sim_barriers.py takes them too)."""
     ap.add_argument("preset")
     ap.add_argument("layout", choices=["soa", "aos"])
     ap.add_argument("changes", nargs="*", help="CudaOptions changes, key=value")
     ap.add_argument("--target", default="sm90")
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--kind", default="generic", choices=["generic", "portable"])
+
+
+def variant_from(a: argparse.Namespace):
+    """The variant ``add_variant_args``' arguments name: the preset for the target, its options with the changes."""
+    t = Target.parse(a.target, "target")
+    spec = preset_spec_for_target(a.preset, t, layout=a.layout, head_dim=a.head_dim)
+    opts = cuda_options(spec, t, a.kind).with_changes(a.changes) if a.changes else None
+    return make_variant(spec, t, a.kind, options=opts)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_variant_args(ap)
     ap.add_argument("--source", type=Path, help="a modified rendering of the variant to run in its place")
     ap.add_argument("--checks", default="variant,special,moving,unwritten",
                     help=f"comma-separated, of {','.join(CHECKS)}")
     a = ap.parse_args()
-    t = Target.parse(a.target, "target")
-    spec = preset_spec_for_target(a.preset, t, layout=a.layout, head_dim=a.head_dim)
-    opts = cuda_options(spec, t, a.kind).with_changes(a.changes) if a.changes else None
-    v = make_variant(spec, t, a.kind, options=opts)
+    v = variant_from(a)
     src = a.source.read_text() if a.source else None
     t0 = time.perf_counter()
     kern = cpu_sim.load_sim_variant(v, source=src)
