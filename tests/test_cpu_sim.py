@@ -315,8 +315,8 @@ def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dic
     return want, got
 
 
-@pytest.mark.parametrize("variant", DISTINCT + HIP_D64[1:2] + cc.SM90 + cc.PORTABLE + cc.GROUPED[1:2] + [LANE_DEQUANT],
-                         ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", DISTINCT + HIP_D64 + HIP_ROTATED_FP8 + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64
+                         + cc.GROUPED + [LANE_DEQUANT], ids=lambda v: v.id)
 def test_schedules_write_the_same_bytes(variant):
     """The race check: every kernel (store bf16 / fp16, decode plain / sinks + window / balanced, merge, dequant rows
     or lane kernel) writes the same bytes under the default schedule and under each wavefront-at-a-time schedule
