@@ -304,14 +304,10 @@ LANE_DEQUANT = make_variant(LayoutSpec.from_preset("3bit_nc", layout="aos"), "sm
 def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dict, list[dict]]:
     """kernel_outputs under the default schedule, then under each of ``schedules`` by wavefront with poisoned blocks."""
     run = cc.sim_runner(lambda _v: kern)
-    want = cc.kernel_outputs(run, variant, shape)
-    got = []
-    try:
-        for order, seed in schedules:
-            kern.driver.set_schedule(order, seed, poison_blocks=True, by_wavefront=True)
+    want, got = cc.kernel_outputs(run, variant, shape), []
+    for order, seed in schedules:
+        with kern.driver.schedule(order, seed, poison_blocks=True, by_wavefront=True):
             got.append(cc.kernel_outputs(run, variant, shape))
-    finally:
-        kern.driver.set_schedule()
     return want, got
 
 

@@ -36,15 +36,11 @@ SCHEDULES = [("default", "forward", False, False), ("reverse, poisoned", "revers
 
 
 def outputs(kern, v, order="forward", poison=False, eager=False) -> dict:
-    run = cc.sim_runner(lambda _v: kern)
-    kern.driver.set_schedule(order, 7, poison, eager)
-    try:
-        out = {}
+    run, out = cc.sim_runner(lambda _v: kern), {}
+    with kern.driver.schedule(order, 7, poison, eager):
         for i, shape in enumerate(cc.SIM_SCHEDULE_SHAPES):
             out.update({f"{k}[{i}]": x for k, x in cc.kernel_outputs(run, v, shape, kern).items()})
-        return out
-    finally:
-        kern.driver.set_schedule()
+    return out
 
 
 def differing(kern, v, want, schedule) -> str:

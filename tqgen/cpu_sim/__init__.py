@@ -28,6 +28,7 @@ builtins); binaries are cached in ``$TQGEN_CACHE_DIR/sim/<variant id>/wave<N>-<h
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -274,8 +275,6 @@ class SimDriver:
         self.lib.tqsim_launch.restype = ctypes.c_int
         self.lib.tqsim_error.restype = ctypes.c_char_p
         self.wave = self.lib.tqsim_wave()
-        self.lib.tqsim_dyn_pool_bytes.restype = ctypes.c_size_t
-        self.dyn_pool = self.lib.tqsim_dyn_pool_bytes()  # dynamic shared memory the library can give a launch
         self.lib.tqsim_set_schedule.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int]
         self.lib.tqsim_set_schedule.restype = ctypes.c_int
 
@@ -297,6 +296,15 @@ class SimDriver:
         with self._lock:
             self.lib.tqsim_set_schedule(ORDERS[order], seed, int(poison_blocks), int(by_wavefront))
 
+    @contextlib.contextmanager
+    def schedule(self, order: str = "forward", seed: int = 0, poison_blocks: bool = False, by_wavefront: bool = False):
+        """``set_schedule(...)`` for the launches inside the ``with`` block, the default schedule again after it."""
+        self.set_schedule(order, seed, poison_blocks, by_wavefront)
+        try:
+            yield self
+        finally:
+            self.set_schedule()
+
     def function(self, name: str) -> int:
         try:
             return ctypes.cast(getattr(self.lib, f"tqsim_call_{name}"), ctypes.c_void_p).value
@@ -305,9 +313,7 @@ class SimDriver:
 
     def launch(self, fn, grid: tuple[int, int, int], block: int, params: KernelParams, values: tuple, stream: int,
                smem: int = 0, after_trigger: bool = False) -> None:
-        if smem > self.dyn_pool:
-            raise RuntimeError(f"dynamic shared memory of {smem} bytes: the simulator's pool holds {self.dyn_pool}")
-        with self._lock:
+        with self._lock:  # tqsim_launch refuses more dynamic shared memory than its pool holds
             ptrs = params.pack(values)
             if self.lib.tqsim_launch(fn, ptrs, *grid, block, smem):
                 raise RuntimeError(f"simulated launch (grid {grid}, {block} threads) failed: "

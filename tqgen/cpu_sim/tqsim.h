@@ -6,8 +6,8 @@
 // is a static (one copy, which every block of a launch reuses in turn), kept in one section (tqsim_shared) that is
 // filled with 0xff bytes (NaN in fp32 / fp16 / bf16, -1 in integers) before each launch, as is the launch's dynamic
 // shared memory, and before each block where tqsim_set_schedule asks (183 KB of statics a library: 1.7x the time of a
-// store-heavy check): a block that reads shared memory it has not written reads that, not what an earlier block left. Threads run until they block at a shuffle, a
-// vote, a warp-collective instruction or a barrier; once every thread of the block is blocked or done, the scheduler
+// store-heavy check): a block that reads shared memory it has not written reads that, not what an earlier block left.
+// Threads run until they block at a shuffle, a vote, a warp-collective instruction or a barrier; once every thread of the block is blocked or done, the scheduler
 // resolves what can proceed, as a SIMT machine would:
 //   - a shuffle of width W: the lanes of one W-lane segment of a wavefront (TQSIM_WAVE lanes: 64 as AMD's gfx9,
 //     32 as an NVIDIA warp) waiting at the same call site exchange their values; a source lane not among them
@@ -457,7 +457,8 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
 // static's host address, every `__shared__` static (a .bss variable of the one library) sharing the high ones.
 namespace tqsim {
 inline uint64_t shared_hi = ~0ull;
-alignas(128) inline char dyn_pool[232448] __attribute__((section("tqsim_shared")));  // dynamic shared memory (`extern __shared__`): 227 KB, sm_90's most
+// dynamic shared memory (`extern __shared__`): 227 KB, sm_90's most
+alignas(128) inline char dyn_pool[232448] __attribute__((section("tqsim_shared")));
 inline void* shared_ptr(uint32_t a) { return reinterpret_cast<void*>((shared_hi << 32) | a); }
 // 0xff over the section but the dynamic pool's bytes past the launch's dyn_bytes (nothing reads them: 227 KB a block
 // left alone)
@@ -575,4 +576,3 @@ extern "C" int tqsim_set_schedule(int mode, unsigned long long seed, int each_bl
 }
 extern "C" const char* tqsim_error() { return tqsim::g.error; }
 extern "C" int tqsim_wave() { return TQSIM_WAVE; }
-extern "C" size_t tqsim_dyn_pool_bytes() { return sizeof tqsim::dyn_pool; }
