@@ -591,10 +591,8 @@ class CudaKernels:
                 max_len: int | None = None, dtype: torch.dtype = torch.bfloat16, *, check: bool = True,
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         s = self.spec
-        max_len = ref.dequant_len(s, cache, block_table, seq_lens, max_len, check)
+        k, v, max_len = ref.dequant_outputs(s, cache, block_table, seq_lens, max_len, check, dtype)
         b, hk = block_table.shape[0], cache.shape[2]
-        k = torch.empty(b, hk, max_len, s.head_dim, dtype=dtype, device=cache.device)
-        v = torch.empty_like(k)
         if b == 0 or max_len == 0:
             return k, v
         if b * hk > 65535:

@@ -385,15 +385,18 @@ def dequant(spec: LayoutSpec, cache: torch.Tensor, block_table: torch.Tensor, se
     return K, V
 
 
-def dequant_len(spec: LayoutSpec, cache, block_table, seq_lens, max_len: int | None, check: bool) -> int:
-    """The dequant checks shared by the kernel launchers; returns max_len (the longest sequence when not
-    given — a host sync: pass max_len to avoid it)."""
+def dequant_outputs(spec: LayoutSpec, cache, block_table, seq_lens, max_len: int | None, check: bool,
+                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The dequant's checks and outputs, shared by the kernel launchers: (K, V, max_len), K and V empty
+    ``dtype`` [B, Hk, max_len, D] on the cache's device; max_len is the longest sequence when not given (a host
+    sync: pass max_len to avoid it)."""
     if check:
         check_cache(spec, cache)
         check_tables(spec, cache, block_table, seq_lens)
     if max_len is None:
         max_len = int(seq_lens.max()) if seq_lens.numel() else 0
-    return max_len
+    k = torch.empty(block_table.shape[0], cache.shape[2], max_len, spec.head_dim, dtype=dtype, device=cache.device)
+    return k, torch.empty_like(k), max_len
 
 
 def check_decode_args(spec: LayoutSpec, query, cache, block_table, seq_lens, sinks=None, sliding_window=None,

@@ -244,10 +244,8 @@ class TritonKernels:
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """Cache → K (original domain), V as ``dtype`` [B, Hk, max_len, D]; zeros past seq_len."""
         s = self.spec
-        max_len = ref.dequant_len(s, cache, block_table, seq_lens, max_len, check)
+        k, v, max_len = ref.dequant_outputs(s, cache, block_table, seq_lens, max_len, check, dtype)
         b, hk = block_table.shape[0], cache.shape[2]
-        k = torch.empty(b, hk, max_len, s.head_dim, dtype=dtype, device=cache.device)
-        v = torch.empty_like(k)
         if b == 0 or max_len == 0:
             return k, v
         c = self._device_consts(cache.device)
