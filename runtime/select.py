@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from tqgen.backends import generated_chain
 from tqgen.ir import Backend, Layout, LayoutSpec, Reason, Target, Vendor
 from tqgen.variants import Request
 
@@ -97,15 +98,10 @@ def chain(target: Target, interpret: bool | None = None) -> list[Candidate]:
     """The priority list of a device (see the module docstring)."""
     if interpret is None:
         interpret = os.environ.get("TRITON_INTERPRET") == "1"
-    vendor = target.info.vendor
-    if vendor is Vendor.NVIDIA:
-        return [Candidate(Backend.CUDA), Candidate(Backend.TRITON), Candidate(Backend.REFERENCE)]
-    if target is Target.GFX950:
-        return [Candidate(Backend.TRITON, "gfx950_mfma", ("decode",)), Candidate(Backend.HIP),
-                Candidate(Backend.TRITON), Candidate(Backend.REFERENCE)]
-    if vendor is Vendor.AMD:
-        return [Candidate(Backend.HIP), Candidate(Backend.TRITON), Candidate(Backend.REFERENCE)]
-    return ([Candidate(Backend.TRITON)] if interpret else []) + [Candidate(Backend.REFERENCE)]
+    if target is Target.CPU:
+        return ([Candidate(Backend.TRITON)] if interpret else []) + [Candidate(Backend.REFERENCE)]
+    return [Candidate(Backend(b), k, ("decode",) if k == "gfx950_mfma" else KERNELS)
+            for b, k in generated_chain(target)] + [Candidate(Backend.REFERENCE)]
 
 
 def candidate_reasons(c: Candidate, req: Request, target: Target, kernel: str) -> list[str]:

@@ -68,14 +68,59 @@ def test_build_twice_rewrites_nothing(tmp_path):
 
 
 def test_cli_build_single_variant(tmp_path, capsys):
-    rc = main(["build", "--layout", "soa", "--preset", "4bit_nc", "--target", "gfx950", "--out", str(tmp_path)])
+    rc = main(["build", "--backend", "triton", "--layout", "soa", "--preset", "4bit_nc", "--target", "gfx950",
+               "--out", str(tmp_path)])
     assert rc == 0
     dirs = list((tmp_path / "gfx950" / "triton").iterdir())
     assert len(dirs) == 1 and {p.name for p in dirs[0].iterdir()} == {"kernel.py", "layout.json", "meta.json"}
     meta = json.loads((dirs[0] / "meta.json").read_text())
-    assert meta["spec"]["layout"] == "soa" and meta["target"] == "gfx950"
-    rc = main(["build", "--preset", "k8v4", "--target", "gfx90a", "--out", str(tmp_path)])
+    assert meta["spec"]["layout"] == "soa" and meta["target"] == "gfx950" and meta["kind"] == "generic"
+    assert not (tmp_path / "gfx950" / "hip").exists()
+    rc = main(["build", "--backend", "triton", "--preset", "k8v4", "--target", "gfx90a", "--out", str(tmp_path)])
     assert rc == 1 and "fp8" in capsys.readouterr().out
+
+
+def _built(root: Path) -> set[tuple[str, str, str]]:
+    return {(m.parent.parent.parent.name, json.loads(m.read_text())["backend"], json.loads(m.read_text())["kind"])
+            for m in root.glob("*/*/*/meta.json")}
+
+
+def test_cli_build_renders_the_runtime_chain_by_default(tmp_path, capsys):
+    """Without --backend, `tqgen build` renders every generated family the runtime tries on the target
+    (tqgen.backends.generated_chain, which tqgen_runtime.select.chain is built from)."""
+    out = ["--out", str(tmp_path)]
+    assert main(["build", "--layout", "soa", "--preset", "4bit_nc", "--target", "gfx950", *out]) == 0
+    assert _built(tmp_path) == {("gfx950", "triton", "gfx950_mfma"), ("gfx950", "hip", "generic"),
+                                ("gfx950", "triton", "generic")}
+    assert main(["build", "--preset", "3bit_nc", "--target", "sm90", "--target", "gfx942", *out]) == 0
+    assert {b for t, b, _ in _built(tmp_path) if t == "sm90"} == {"cuda", "triton"}
+    assert {b for t, b, _ in _built(tmp_path) if t == "gfx942"} == {"hip", "triton"}
+    # the MFMA decode takes SoA only: an AoS spec on gfx950 renders the other two and says why not that one
+    capsys.readouterr()
+    assert main(["build", "--preset", "4bit_nc", "--target", "gfx950", "--out", str(tmp_path / "aos")]) == 0
+    said = capsys.readouterr().out
+    assert "triton:gfx950_mfma" in said and "layout='aos' not supported" in said
+    assert _built(tmp_path / "aos") == {("gfx950", "hip", "generic"), ("gfx950", "triton", "generic")}
+    # head_dim 32: no C++ variant (one warp of D/32 elements), Triton renders
+    assert main(["build", "--preset", "4bit_nc", "--target", "sm90", "--head-dim", "32", "--out", str(tmp_path / "d32")]) == 0
+    assert _built(tmp_path / "d32") == {("sm90", "triton", "generic")}
+    assert "head_dim=32 not supported" in capsys.readouterr().out
+    # no backend can: exit 1 with every backend's reason
+    assert main(["build", "--preset", "k8v4", "--target", "gfx90a", "--out", str(tmp_path / "none")]) == 1
+    said = capsys.readouterr().out
+    assert "hip: cannot lower" in said and "triton: cannot lower" in said and "no backend of gfx90a" in said
+    assert not (tmp_path / "none" / "gfx90a").exists()
+
+
+def test_cli_build_kind_picks_its_backends(tmp_path, capsys):
+    assert main(["build", "--preset", "4bit_nc", "--target", "sm90", "--kind", "portable", "--out", str(tmp_path)]) == 0
+    assert _built(tmp_path) == {("sm90", "cuda", "portable")}
+    assert main(["build", "--preset", "4bit_nc", "--target", "sm90", "--kind", "bogus", "--out", str(tmp_path)]) == 1
+    said = capsys.readouterr().out
+    assert "kind='bogus'" in said and "generic, gfx950_mfma, portable" in said
+    # a kind no backend of the target can build for this spec fails with the reason
+    assert main(["build", "--preset", "4bit_nc", "--target", "gfx942", "--kind", "gfx950_mfma", "--out", str(tmp_path)]) == 1
+    assert "gfx950 only" in capsys.readouterr().out
 
 
 def test_checked_in_generated_is_fresh():

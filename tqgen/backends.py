@@ -6,6 +6,20 @@ from .ir import LayoutSpec, Reason, Target
 from .lower_triton import triton_reasons
 
 
+def generated_chain(target: Target) -> list[tuple[str, str]]:
+    """(backend, kind) of each generated kernel family the runtime tries on a target, in its priority order
+    (``tqgen_runtime.select.chain`` adds the reference, and the Triton interpreter on the CPU); what ``tqgen
+    build`` renders when no backend is named."""
+    from .lower_cuda import backend_for
+
+    if target is Target.CPU:
+        return []
+    native = (str(backend_for(target)), "generic")
+    if target is Target.GFX950:  # the matrix-core Triton decode first (decode only: the runtime's candidate says so)
+        return [("triton", "gfx950_mfma"), native, ("triton", "generic")]
+    return [native, ("triton", "generic")]
+
+
 def backend_reasons(spec: LayoutSpec, target: Target) -> dict[str, list[Reason]]:
     from .lower_cuda import backend_for, cuda_reasons
 

@@ -131,7 +131,7 @@ def render_files(v: Variant) -> dict[str, str]:
         "rules": v.rules.to_dict(), "content_hash": v.content_hash, "template_sha256": v.template_digest,
         "tqgen_version": v.version,
         "regenerate": f"tqgen build --backend {v.backend} --preset <see spec> --layout {v.spec.layout} "
-                      f"--target {v.target}",
+                      f"--target {v.target}" + ("" if v.kind == "generic" else f" --kind {v.kind}"),
     }
     if v.backend is Backend.TRITON:
         source = {"kernel.py": render_triton(v)}
@@ -254,10 +254,36 @@ def check_manifest(root: str | Path | None = None) -> list[str]:
 def _build_args(p: argparse.ArgumentParser) -> None:
     add_spec_args(p, preset_required=False)
     p.add_argument("--target", action="append", default=None, help="target(s); repeatable")
-    p.add_argument("--backend", default="triton", help="triton | cuda (NVIDIA targets) | hip (AMD targets)")
-    p.add_argument("--kind", default="generic", help="generic | gfx950_mfma (triton) | portable (cuda)")
+    p.add_argument("--backend", action="append", default=None,
+                   help="triton | cuda (NVIDIA targets) | hip (AMD targets); repeatable (default: every backend "
+                        "the runtime tries on the target, as eligible for the spec: cuda + triton on NVIDIA, hip + "
+                        "triton on AMD, and gfx950's triton:gfx950_mfma decode)")
+    p.add_argument("--kind", default=None, help="generic | gfx950_mfma (triton) | portable (cuda); only the backends "
+                                                "that have it (default generic, and the chain's own kinds)")
     p.add_argument("--out", default=None, help="output folder (default: the repository's generated/)")
     p.add_argument("--all", action="store_true", help="the default matrix (checked into generated/)")
+
+
+#: the variant kinds each generated backend has (lower_triton.KINDS / lower_cuda.KINDS; HIP: generic only)
+BACKEND_KINDS = {"triton": ("generic", "gfx950_mfma"), "cuda": ("generic", "portable"), "hip": ("generic",)}
+
+
+def build_requests(target: Target, backends: list[str] | None, kind: str | None) -> list[tuple[str, str]]:
+    """(backend, kind) pairs ``tqgen build`` renders for one target: the named backends with ``kind`` (default
+    generic), or without names every generated candidate of the runtime's chain for the target (its order;
+    ``kind`` then keeps the backends that have it)."""
+    if backends:
+        return [(b, kind or "generic") for b in backends]
+    from .backends import generated_chain
+
+    pairs = generated_chain(target)
+    if kind is not None:
+        pairs = [(b, kind) for b in dict.fromkeys(b for b, _ in pairs) if kind in BACKEND_KINDS.get(b, ())]
+        if not pairs:
+            known = sorted({k for ks in BACKEND_KINDS.values() for k in ks})
+            raise SpecError([Reason("kind", kind, known, f"no backend of {target} has it; name one with --backend")],
+                            "unknown variant kind")
+    return pairs
 
 
 def cmd_build(a: argparse.Namespace) -> int:
@@ -274,10 +300,24 @@ def cmd_build(a: argparse.Namespace) -> int:
             target = Target.parse(t, "target")
             spec = spec_from_args(a, target)
             try:
-                variants.append(make_any(spec, target, a.backend, a.kind))
+                requests = build_requests(target, a.backend, a.kind)
             except SpecError as e:
                 print(f"tqgen build: {e}")
                 return 1
+            skipped = []
+            for backend, kind in requests:
+                try:
+                    variants.append(make_any(spec, target, backend, kind))
+                except SpecError as e:
+                    if a.backend:  # a backend asked for by name must build
+                        print(f"tqgen build: {e}")
+                        return 1
+                    skipped.append(f"  {backend}{'' if kind == 'generic' else ':' + kind}: {e}")
+            if skipped:
+                print(f"{target}: not rendered for {spec.token} (the runtime skips these too):\n" + "\n".join(skipped))
+                if len(skipped) == len(requests):
+                    print(f"tqgen build: no backend of {target} can lower {spec.token}; see the reasons above")
+                    return 1
         changed = build(variants, dropped, root)
     for v in variants:
         print(f"{v.relpath}")
