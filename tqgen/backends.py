@@ -21,16 +21,15 @@ def generated_chain(target: Target) -> list[tuple[str, str]]:
 
 
 def backend_reasons(spec: LayoutSpec, target: Target) -> dict[str, list[Reason]]:
-    from .lower_cuda import backend_for, cuda_reasons
+    """Why each backend the runtime tries on the target cannot run the spec (empty list = eligible), in the
+    runtime's order."""
+    from .lower_cuda import cuda_reasons
 
     out: dict[str, list[Reason]] = {}
-    if target is not Target.CPU:
-        out[str(backend_for(target))] = cuda_reasons(spec, target)
-    if target is Target.GFX950:
-        out["triton:gfx950_mfma"] = triton_reasons(spec, target, "gfx950_mfma")
-    if target is not Target.CPU:
-        out["triton"] = triton_reasons(spec, target)
-    else:
+    for backend, kind in generated_chain(target):
+        name = backend if kind == "generic" else f"{backend}:{kind}"
+        out[name] = triton_reasons(spec, target, kind) if backend == "triton" else cuda_reasons(spec, target, kind)
+    if target is Target.CPU:
         out["triton (interpreter)"] = triton_reasons(spec, target)
     out["reference"] = []  # the torch oracle holds every valid spec
     return out
