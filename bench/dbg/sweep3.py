@@ -3,7 +3,8 @@ B=32 L=32K and B=128 L=8K at D=128 (Hq 32, Hk 8), or with D=64 in the environmen
 SmolLM2 shape (Hq 9, Hk 3, D 64); LAYOUT=aos for AoS; SPLITS=0,4 times every combo at these split
 counts (0: the heuristic's choice for that combo; default 0); GRAPH=1 times by CUDA-graph replay
 (as tqgen tune and tqgen bench --cuda-graph; the eager and graph timings disagreed on lazy_max for k8v4 AoS
-and k3v4_nc SoA in sessions 11 and 12); BUILD_ONLY=1 compiles the combos into the kernel cache and times nothing. A combo not in the table below is read as
+and k3v4_nc SoA in sessions 11 and 12); L2FLOOR=1 folds the block table into blocks a quarter of L2 holds, as
+`tqgen bench --l2-floor` does (the % column is then the floor's: the kernel's own time, reads from L2); BUILD_ONLY=1 compiles the combos into the kernel cache and times nothing. A combo not in the table below is read as
 w<warps>b<blocks>[c<copies>][u<unroll>][d (dynamic shared memory)][s<stages>], e.g. w2b6c16, and any combo
 may be followed by +field=value CudaOptions changes, e.g. default+lazy_max=1, w2b4s4+lazy_max=0.
 Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET]
@@ -113,6 +114,10 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
     for b, L in SHAPES:
         q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)
         cache, bt, sl = paged(spec, b, L, HK, dev, kerns["default"])
+        if os.environ.get("L2FLOOR") == "1":  # tqgen bench --l2-floor's fold: every read an L2 hit (the SMs' time)
+            pool = max(1, torch.cuda.get_device_properties(dev).L2_cache_size // 4
+                       // derive_layout(spec).page_bytes(HK))
+            bt = (bt % pool).to(bt.dtype)
         nbytes = b * L * HK * derive_layout(spec).slot_bytes
         exp = ref.decode(spec, q[:2], cache, bt[:2], sl[:2])
         for name, kern in kerns.items():
