@@ -11,7 +11,7 @@ R=/tmp/r40a && rm -rf $R && mkdir -p $R
 trap 'tar czf "$OUT/results.tgz" -C $R .' EXIT
 gpu=$(nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader); echo "$gpu" | tee $R/gpu.txt
 case "$gpu" in *H200*) ;; *) echo "not an H200: nothing run"; exit 3;; esac
-timeout 380 python -m tqgen bench --suite targets --op decode --backend cuda --cuda-graph --l2-floor --no-plot \
+timeout 330 python -m tqgen bench --suite targets --op decode --backend cuda --cuda-graph --l2-floor --no-plot \
   --out $R --tag h200-2026-12-05-targets-v45-graph 2>&1 | tail -3
-TQ_SHAPES=default timeout 150 python bench/dbg/triton_store_sweep.py k8v4 4bit_nc k3v4_nc 3bit_nc 2>&1 \
+TQ_SHAPES=default timeout 120 python bench/dbg/triton_store_sweep.py k8v4 4bit_nc k3v4_nc 3bit_nc 2>&1 \
   | tee "$R/triton-store-defaults-d128.md" | tail -25
