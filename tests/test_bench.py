@@ -348,6 +348,25 @@ def test_head_dim_selects_shapes(tmp_path, capsys):
     assert "head_dim=96" in err and "one of 64, 128" in err and "leave --head-dim out" in err
 
 
+def test_gqa_selects_shapes(tmp_path, capsys):
+    """--gqa keeps the decode / prefill shapes with that many query heads a KV head (the full suite's head_dim-64
+    GQA 3 rows alone: what a short device call can finish); shapes without queries (store, dequant) are left out, and
+    a group the suite does not have, or --gqa on store / dequant shapes only, is refused with what there is."""
+    assert main(["bench", "--suite", "full", "--op", "decode", "--head-dim", "64", "--gqa", "3", "--preset", "4bit_nc",
+                 "--layout", "soa", "--backend", "cuda", "--list", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    cases = [line for line in out.splitlines() if line.strip().startswith("decode B=")]
+    assert cases and all("Hq9 Hk3 D64" in line for line in cases), out
+    assert main(["bench", "--suite", "full", "--gqa", "3", "--list", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "store N=" not in out and "dequant B=" not in out and "Hq9 Hk3" in out and "Hq32 Hk8" not in out
+    assert main(["bench", "--suite", "full", "--op", "decode", "--gqa", "5", "--list", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "gqa=5" in err and "one of 1, 3, 4, 8" in err and "leave --gqa out" in err
+    assert main(["bench", "--suite", "full", "--op", "store", "--gqa", "4", "--list", "--out", str(tmp_path)]) == 2
+    assert "no query heads" in capsys.readouterr().err
+
+
 def _row(op, preset, pct, vs=None, b=None, l=None, heads=MAIN, n=None, t=100.0, sdpa=None, status="ok", layout="soa"):
     hq, hk, d = heads
     return dict(op=op, backend="triton", preset=preset, layout=layout, B=b, L=l, N=n, Hq=hq, Hk=hk, D=d,

@@ -1236,7 +1236,7 @@ def _validate(a: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], 
 def _command_line(a: argparse.Namespace) -> str:
     parts = ["tqgen", "bench", "--suite", a.suite]
     for flag, vals in (("--op", a.op), ("--preset", a.preset), ("--layout", a.layout), ("--head-dim", a.head_dim),
-                       ("--backend", a.backend)):
+                       ("--gqa", getattr(a, "gqa", None)), ("--backend", a.backend)):
         for v in vals or []:
             parts += [flag, str(v)]
     for flag, v in (("--out", a.out), ("--tag", a.tag), ("--reps", a.reps), ("--warmup", a.warmup),
@@ -1267,13 +1267,20 @@ def run(a: argparse.Namespace) -> dict:
         raise SpecError([Reason("op", list(ops), have, f"the {a.suite} suite has shapes for these ops only; leave "
                                 "--op out for all of them, or pick a suite that has the op (full has every op)")],
                         "no such shapes")
-    if a.head_dim:
-        have = sorted({s.d for s in shapes})
-        bad = [d for d in dict.fromkeys(a.head_dim) if d not in have]
+    for name, wanted, key in (("head_dim", a.head_dim, lambda s: s.d),
+                              ("gqa", getattr(a, "gqa", None),
+                               lambda s: s.hq // s.hk if s.op in ("decode", "prefill") and s.hk else None)):
+        if not wanted:
+            continue
+        have = sorted({key(s) for s in shapes} - {None})
+        bad = [v for v in dict.fromkeys(wanted) if v not in have]
         if bad:
-            raise SpecError([Reason("head_dim", d, have, f"the {a.suite} suite's {'/'.join(ops)} shapes have these; "
-                                    "leave --head-dim out for all of them") for d in bad], "no such shapes")
-        shapes = [s for s in shapes if s.d in a.head_dim]
+            flag = "--" + name.replace("_", "-")
+            why = (f"the {a.suite} suite's {'/'.join(ops)} shapes have these; leave {flag} out for all of them" if have
+                   else f"the {a.suite} suite's {'/'.join(ops)} shapes have no query heads (store, dequant): leave "
+                        f"{flag} out, or add --op decode / --op prefill")
+            raise SpecError([Reason(name, v, have or "decode or prefill shapes", why) for v in bad], "no such shapes")
+        shapes = [s for s in shapes if key(s) in wanted]
     o = Options(suite=a.suite, ops=ops, presets=presets, layouts=layouts, backends=backends, out=Path(a.out),
                 tag=a.tag, reps=a.reps, warmup=a.warmup, sets=a.sets, l2=a.l2, plot=not a.no_plot,
                 max_memory_gib=a.max_memory_gib, budget_s=a.budget_s, block_size=a.block_size, check=not a.no_check,
@@ -1681,6 +1688,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")
     p.add_argument("--head-dim", action="append", type=int,
                    help="only the suite's shapes with this head_dim (repeatable; the suites have 64 and 128)")
+    p.add_argument("--gqa", action="append", type=int,
+                   help="only the decode / prefill shapes with this many query heads a KV head (repeatable; full: 1, 3, 4, "
+                        "8); store and dequant shapes, which have no queries, are left out")
     p.add_argument("--backend", action="append",
                    help=f"repeatable: {', '.join(BACKEND_NAMES)} (default: every backend of this device's chain, "
                         "e.g. cuda and triton on NVIDIA; one that cannot load gives 'unavailable' rows)")
