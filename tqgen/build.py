@@ -264,8 +264,12 @@ def _build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="the default matrix (checked into generated/)")
 
 
-#: the variant kinds each generated backend has (lower_triton.KINDS / lower_cuda.KINDS; HIP: generic only)
-BACKEND_KINDS = {"triton": ("generic", "gfx950_mfma"), "cuda": ("generic", "portable"), "hip": ("generic",)}
+def backend_kinds() -> dict[str, tuple[str, ...]]:
+    """The variant kinds each generated backend has (the HIP kernels are the portable fragment path already)."""
+    from .lower_cuda import KINDS as CPP_KINDS
+    from .lower_triton import KINDS as TRITON_KINDS
+
+    return {"triton": TRITON_KINDS, "cuda": CPP_KINDS, "hip": ("generic",)}
 
 
 def build_requests(target: Target, backends: list[str] | None, kind: str | None) -> list[tuple[str, str]]:
@@ -278,9 +282,10 @@ def build_requests(target: Target, backends: list[str] | None, kind: str | None)
 
     pairs = generated_chain(target)
     if kind is not None:
-        pairs = [(b, kind) for b in dict.fromkeys(b for b, _ in pairs) if kind in BACKEND_KINDS.get(b, ())]
+        kinds = backend_kinds()
+        pairs = [(b, kind) for b in dict.fromkeys(b for b, _ in pairs) if kind in kinds.get(b, ())]
         if not pairs:
-            known = sorted({k for ks in BACKEND_KINDS.values() for k in ks})
+            known = sorted({k for ks in kinds.values() for k in ks})
             raise SpecError([Reason("kind", kind, known, f"no backend of {target} has it; name one with --backend")],
                             "unknown variant kind")
     return pairs
