@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .cli import command
-from .ir import PRESETS, Backend, Layout, Reason, SpecError, resolve_preset
+from .ir import PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, resolve_preset
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
@@ -84,6 +84,18 @@ PREFILL_BATCHES, PREFILL_LENGTHS = (1, 8, 32), (4 * K, 32 * K)  # --suite prefil
 DTYPE_BYTES = 2  # bf16 query, K/V, outputs
 FLUSH_BYTES = 256 * 10**6  # like triton.testing.do_bench
 FLOOR_CPU_L2_BYTES = 1 << 20  # --l2-floor's "L2" where the device reports none (a CPU)
+
+
+def l2_floor_table(spec: LayoutSpec, block_table, num_kv_heads: int, l2_bytes: int):
+    """--l2-floor's block table and its pool size: every entry folded (mod) into a pool of blocks (one block of every
+    KV head) a quarter of ``l2_bytes`` holds, so the decode's reads hit L2 (sequences share blocks, as with a shared
+    prefix); at most half the blocks there are, so a small batch's table is folded too (its floor then reads each
+    block at least twice)."""
+    from .layout import derive_layout
+
+    block_bytes = derive_layout(spec).page_bytes(num_kv_heads)
+    pool = max(1, min(l2_bytes // 4 // block_bytes, int(block_table.max()) // 2 + 1))
+    return (block_table % pool).to(block_table.dtype), pool
 COPY_BYTES_GPU = 1 << 30
 COPY_BYTES_CPU = 64 << 20
 GUARD_SEQS = 2
@@ -947,12 +959,7 @@ class Bench:
         below a target whose floor is also below it is bound by its instructions (issue, ALU pipe), not by memory;
         one whose floor is well above it has a memory-side gap (latency, bytes in flight). Checked against the
         reference like the main call."""
-        from .layout import derive_layout
-        block_bytes = derive_layout(kv.spec).page_bytes(cache.shape[2])  # one block of every KV head
-        # at most half the blocks there are: a small batch's table is folded too (its floor then reads each block
-        # at least twice)
-        pool = max(1, min((self.l2 or FLOOR_CPU_L2_BYTES) // 4 // block_bytes, int(bt.max()) // 2 + 1))
-        btf = (bt % pool).to(bt.dtype)
+        btf, pool = l2_floor_table(kv.spec, bt, cache.shape[2], self.l2 or FLOOR_CPU_L2_BYTES)
         fn = lambda: kv.decode(q, cache, btf, sl, workspace=ws, check=False)  # noqa: E731
         out = fn()
         check = self.guard_decode(kv, backend, q, cache, btf, sl, out, q.shape[0], int(sl.max())) \
@@ -1331,7 +1338,6 @@ def _list(o: Options, shapes: list[Shape]) -> dict:
     for _, ss in groups:
         for s in ss:
             per_op[s.op] = per_op.get(s.op, 0) + 1
-    from .ir import LayoutSpec
     one = [g for g in groups if g[0][0] == backends[0]]  # the estimate of one backend that loads
     est = sum(estimate_seconds(s, _slot(LayoutSpec.from_preset(p, layout=lay, head_dim=s.d)))
               for (_, p, lay, *_), ss in one for s in ss)

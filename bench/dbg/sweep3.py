@@ -18,6 +18,7 @@ import torch
 sys.path.insert(0, "bench")
 from cuda_h200 import copy_ceiling, paged, split_rows, target_shapes  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
+from tqgen.bench import l2_floor_table  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
 from tqgen.cuda_launch import load_variant  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
@@ -115,9 +116,7 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
         q = torch.randn(b, HQ, D, device=dev, dtype=torch.bfloat16)
         cache, bt, sl = paged(spec, b, L, HK, dev, kerns["default"])
         if os.environ.get("L2FLOOR") == "1":  # tqgen bench --l2-floor's fold: every read an L2 hit (the SMs' time)
-            pool = max(1, torch.cuda.get_device_properties(dev).L2_cache_size // 4
-                       // derive_layout(spec).page_bytes(HK))
-            bt = (bt % pool).to(bt.dtype)
+            bt = l2_floor_table(spec, bt, HK, torch.cuda.get_device_properties(dev).L2_cache_size)[0]
         nbytes = b * L * HK * derive_layout(spec).slot_bytes
         exp = ref.decode(spec, q[:2], cache, bt[:2], sl[:2])
         for name, kern in kerns.items():

@@ -7,8 +7,8 @@
 // filled with 0xff bytes (NaN in fp32 / fp16 / bf16, -1 in integers) before each launch, as is the launch's dynamic
 // shared memory, and before each block where tqsim_set_schedule asks (183 KB of statics a library: 1.7x the time of a
 // store-heavy check): a block that reads shared memory it has not written reads that, not what an earlier block left.
-// Threads run until they block at a shuffle, a vote, a warp-collective instruction or a barrier; once every thread of the block is blocked or done, the scheduler
-// resolves what can proceed, as a SIMT machine would:
+// Threads run until they block at a shuffle, a vote, a warp-collective instruction or a barrier; once every thread of
+// the block is blocked or done, the scheduler resolves what can proceed, as a SIMT machine would:
 //   - a shuffle of width W: the lanes of one W-lane segment of a wavefront (TQSIM_WAVE lanes: 64 as AMD's gfx9,
 //     32 as an NVIDIA warp) waiting at the same call site exchange their values; a source lane not among them
 //     (exited, or in another branch) gives a poison NaN pattern, where the hardware would give a stale register;
