@@ -4,7 +4,6 @@ and 414 at 8. Each method on the same variant and shape, for a few split counts:
   tune     tqgen.tuning._graph_us over the tuner's cache (tuning._fill: 4096 stored blocks copied over the rest,
            one page set, pages in a random order): back-to-back replays of one call, median of 3 rounds
   distinct _graph_us over a cache whose every block was stored from its own random K/V (bench/cuda_h200.paged)
-  rotate   _graph_us over the distinct cache, two block tables of disjoint pages in turn (half the batch each)
   single   one call a rep (graph replay), L2 flushed by a 256 MB memset before each rep, CUDA events, median of 15
     python bench/dbg/tune_gap.py PRESET:LAYOUT,... [BxL,...] [SPLITS]"""
 import math
@@ -57,7 +56,7 @@ def single_us(kern, q, cache, bt, sl, splits, reps=15):
 
 
 print(torch.cuda.get_device_name(dev))
-print("| variant | B x L | splits | tune | distinct | rotate | single |\n|---|---|---|---|---|---|---|")
+print("| variant | B x L | splits | tune | distinct | single |\n|---|---|---|---|---|---|")
 for preset, layout in items:
     spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
     kern = load_variant(make_variant(spec, Target.SM90), dev)
@@ -69,15 +68,11 @@ for preset, layout in items:
         _fill(kern, tc, HK, D, dev)
         tbt = torch.randperm(b * per_seq, device=dev).to(torch.int32).view(b, per_seq)
         dc, dbt, _ = paged(spec, b, L, HK, dev, kern)
-        # two tables over disjoint halves of the distinct cache's pages: the first half of the batch twice
-        half = b // 2
-        r1 = torch.cat([dbt[:half], dbt[:half]]); r2 = torch.cat([dbt[half:], dbt[half:]])
         for sp in counts:
             _graph_us(kern, q, tc, [tbt], sl, sp, dev)  # warm-up
             t = _graph_us(kern, q, tc, [tbt], sl, sp, dev)
             d = _graph_us(kern, q, dc, [dbt], sl, sp, dev)
-            r = _graph_us(kern, q, dc, [r1, r2], sl, sp, dev)
             s = single_us(kern, q, dc, dbt, sl, sp)
-            print(f"| {preset} {layout} | {b}x{L} | {sp} | {t:.1f} | {d:.1f} | {r:.1f} | {s:.1f} |", flush=True)
+            print(f"| {preset} {layout} | {b}x{L} | {sp} | {t:.1f} | {d:.1f} | {s:.1f} |", flush=True)
         del tc, dc
         torch.cuda.empty_cache()
