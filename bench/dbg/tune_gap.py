@@ -4,6 +4,9 @@ and 414 at 8. Each method on the same variant and shape, for a few split counts:
   tune     tqgen.tuning._graph_us over the tuner's cache (tuning._fill: 4096 stored blocks copied over the rest,
            one page set, pages in a random order): back-to-back replays of one call, median of 3 rounds
   distinct _graph_us over a cache whose every block was stored from its own random K/V (bench/cuda_h200.paged)
+  wide     _graph_us over the distinct cache with the runtime's workspace (num_kv_heads given: room for the balanced
+           decode's wider grid, cuda_launch.balanced_grid_width), the decode's default path (balanced from 2 sequences)
+  classic  the same with balanced=False
   single   one call a rep (graph replay), L2 flushed by a 256 MB memset before each rep, CUDA events, median of 15
     python bench/dbg/tune_gap.py PRESET:LAYOUT,... [BxL,...] [SPLITS]"""
 import math
@@ -31,10 +34,10 @@ counts = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "2,4,8,12").spl
 flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
 
 
-def single_us(kern, q, cache, bt, sl, splits, reps=15):
-    ws = kern.workspace(q.shape[0], q.shape[1], splits, dev)
+def single_us(kern, q, cache, bt, sl, splits, reps=15, hk=None, **kw):
+    ws = kern.workspace(q.shape[0], q.shape[1], splits, dev, num_kv_heads=hk)
     out = torch.empty_like(q)
-    f = lambda: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, out=out, check=False)  # noqa: E731
+    f = lambda: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, out=out, check=False, **kw)  # noqa: E731
     st = torch.cuda.Stream(dev)
     st.wait_stream(torch.cuda.current_stream(dev))
     with torch.cuda.stream(st):
@@ -56,7 +59,7 @@ def single_us(kern, q, cache, bt, sl, splits, reps=15):
 
 
 print(torch.cuda.get_device_name(dev))
-print("| variant | B x L | splits | tune | distinct | single |\n|---|---|---|---|---|---|")
+print("| variant | B x L | splits | tune | distinct | single | wide | classic |\n|---|---|---|---|---|---|---|---|")
 for preset, layout in items:
     spec = preset_spec_for_target(preset, Target.SM90, layout=layout)
     kern = load_variant(make_variant(spec, Target.SM90), dev)
@@ -73,6 +76,8 @@ for preset, layout in items:
             t = _graph_us(kern, q, tc, [tbt], sl, sp, dev)
             d = _graph_us(kern, q, dc, [dbt], sl, sp, dev)
             s = single_us(kern, q, dc, dbt, sl, sp)
-            print(f"| {preset} {layout} | {b}x{L} | {sp} | {t:.1f} | {d:.1f} | {s:.1f} |", flush=True)
+            w = single_us(kern, q, dc, dbt, sl, sp, hk=HK)
+            c = single_us(kern, q, dc, dbt, sl, sp, hk=HK, balanced=False)
+            print(f"| {preset} {layout} | {b}x{L} | {sp} | {t:.1f} | {d:.1f} | {s:.1f} | {w:.1f} | {c:.1f} |", flush=True)
         del tc, dc
         torch.cuda.empty_cache()
