@@ -242,3 +242,32 @@ def test_store_and_dequant_options_leave_an_entry_live():
         assert options_match(old, dataclasses.replace(CudaOptions(), **change).to_dict()), change
     assert not options_match(old, dataclasses.replace(CudaOptions(), decode_warps=4).to_dict())
     assert DECODE_BLIND <= set(now)  # every name is a field
+
+
+def test_the_tuner_times_the_runtime_workspace(monkeypatch):
+    """The tuner's workspace is the runtime's (Engine.workspace passes num_kv_heads for the C++ decode): at a count
+    of one block a unit (SoA 3bit_nc: 4 splits = one 4-warp block) and B >= 2, it has room for the balanced decode's
+    wider grid, so CudaKernels.decode takes that grid in the tuner as it does for a request; the workspace without
+    num_kv_heads (the tuner's until session 41) had none and timed the classic grid, up to 1.25x faster on an H100
+    (bench/results/h100-2026-12-05-tune-gap.md), so the table picked counts whose real launch was slower."""
+    import torch
+
+    from tqgen import cuda_launch
+    from tqgen.build import preset_spec_for_target
+    from tqgen.cuda_launch import CudaKernels
+    from tqgen.ir import Target
+    from tqgen.lower_cuda import make_variant
+    from tqgen.tuning import tune_workspace
+
+    monkeypatch.setattr(cuda_launch, "sm_count", lambda device: 132)  # an H100 / H200
+    v = make_variant(preset_spec_for_target("3bit_nc", Target.SM90, layout="soa"), Target.SM90)
+    kern = CudaKernels(v, driver=None, functions={})
+    b, hq, hk, splits = 32, 32, 8, v.options.split_step()  # one block a unit
+    q = torch.zeros(b, hq, 128)
+    cache = torch.zeros(1, 1, hk, 1, dtype=torch.uint8)  # only its KV-head count is read
+    ws = tune_workspace(kern, q, cache, splits, "cpu")
+    engine_ws = kern.workspace(b, hq, splits, "cpu", num_kv_heads=hk)  # tqgen_runtime Engine.workspace's call
+    assert ws["acc"].shape == engine_ws["acc"].shape and ws["num_splits"] == splits
+    wide = kern.balanced_grid_width(b, hk, hq // hk, splits, "cpu")
+    assert wide > 1 and ws["acc"].shape[2] == wide * splits  # room for the balanced grid: the launch a request runs
+    assert kern.workspace(b, hq, splits, "cpu")["acc"].shape[2] == splits  # the old workspace: the classic grid only

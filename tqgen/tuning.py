@@ -239,12 +239,24 @@ def _fill(kern, cache, hk: int, d: int, dev) -> None:
         cache[s:s + m].copy_(cache[:m])
 
 
+def tune_workspace(kern, q, cache, splits: int, dev) -> dict:
+    """The decode workspace the tuner times with: the runtime's (``tqgen_runtime`` ``Engine.workspace``, and
+    ``CudaKernels.decode`` without one), sized for the KV heads, so with room for a balanced decode's wider grid
+    (``cuda_launch.balanced_grid_width``). Where a count is one block a unit, the runtime's decode takes that wider
+    grid on every batch of 2+ sequences, equal lengths included; a workspace without the room (the tuner's before
+    session 41) timed the classic grid instead. On an H100 the two differ by 1.17-1.25x at such counts (SoA 3bit_nc
+    B=32 L=32K, 4 splits: 450 vs 361 us; k3v4_nc SoA B=128 L=8K, 1 split: 474 vs 399), and the table's picks there
+    ran 1.05-1.18x slower than the heuristic's in tqgen bench (bench/results/h100-2026-12-05-tune-gap.md)."""
+    return kern.workspace(q.shape[0], q.shape[1], splits, dev, num_kv_heads=cache.shape[2])
+
+
 def _graph_us(kern, q, cache, tables, sl, splits: int, dev, min_ms: float = 4.0, repeats: int = 3, **decode_kw) -> float:
     """Median time of one decode call at ``splits`` by CUDA-graph replay (no host overhead), the calls
     rotating over ``tables`` (disjoint pages: L2 never holds the next call's); ``decode_kw`` go to the decode
-    (e.g. ``balanced``)."""
+    (e.g. ``balanced``). The workspace is the runtime's (``tune_workspace``), so the launch timed is the one a
+    request at this count runs."""
     import torch
-    ws = kern.workspace(q.shape[0], q.shape[1], splits, dev)
+    ws = tune_workspace(kern, q, cache, splits, dev)
     out = torch.empty_like(q)
     calls = [lambda bt=bt: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, out=out, check=False,
                                        **decode_kw)
@@ -466,5 +478,5 @@ cmd_tune.add_args = _args  # type: ignore[attr-defined]
 command("tune", "time decode split counts on this GPU and write the tuning table num_splits_for reads "
         "(tqgen.tuning)")(cmd_tune)
 
-__all__ = ["tuned_splits", "tables_for", "tune_variant", "write_table", "stale_entries", "device_slug",
+__all__ = ["tuned_splits", "tables_for", "tune_variant", "tune_workspace", "write_table", "stale_entries", "device_slug",
            "variant_key", "split_cap", "TableError", "VariantTable", "Point", "search_dirs"]
