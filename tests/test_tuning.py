@@ -1,5 +1,5 @@
 """The decode split tuning tables (tqgen.tuning): lookup rules, staleness, errors, and the committed
-H200 table being live for today's launch options. CPU only (the tuner itself runs on the GPU:
+H200 and H100 tables being live for today's launch options. CPU only (the tuner itself runs on the GPU:
 ``tqgen tune``; tests/test_cuda_gpu.py decodes at the split counts the table gives)."""
 
 import json
@@ -15,7 +15,6 @@ from tqgen.ir import Target
 from tqgen.lower_cuda import cuda_options, make_variant
 from tqgen.tuning import PACKAGE_DIR, RADIUS, Point, TableError, VariantTable
 
-H200 = PACKAGE_DIR / "nvidia-h200.json"
 PRESETS = ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")
 
 
@@ -159,12 +158,15 @@ def test_device_slug():
         tuning.device_slug("  ")
 
 
-def test_the_committed_h200_table_is_live_and_complete():
+@pytest.mark.parametrize("table", ["nvidia-h200.json", "nvidia-h100-80gb-hbm3.json"])
+def test_the_committed_tables_are_live_and_complete(table):
     """Every default sm90 decode at head_dim 128 and 64 has an entry timed with today's launch options
-    (an option change without a re-tune fails here: re-run `tqgen tune` on the H200, or drop the entry
+    (an option change without a re-tune fails here: re-run `tqgen tune` on that GPU, or drop the entry
     with `tqgen tune --prune --out tqgen/tuned`), and every point is a valid split count."""
-    assert tuning.stale_entries(H200) == []
-    tables = tuning._parse(H200, H200.read_text())[1]
+    path = PACKAGE_DIR / table
+    assert sorted(f.name for f in PACKAGE_DIR.glob("*.json")) == ["nvidia-h100-80gb-hbm3.json", "nvidia-h200.json"]
+    assert tuning.stale_entries(path) == []
+    tables = tuning._parse(path, path.read_text())[1]
     for d in (128, 64):
         hq, hk = tuning.DEFAULT_HEADS[d]
         for preset in PRESETS:
