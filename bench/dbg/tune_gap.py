@@ -7,9 +7,13 @@ and 414 at 8. Each method on the same variant and shape, for a few split counts:
   wide     _graph_us over the distinct cache with the runtime's workspace (num_kv_heads given: room for the balanced
            decode's wider grid, cuda_launch.balanced_grid_width), the decode's default path (balanced from 2 sequences)
   classic  the same with balanced=False
+  wave     the runtime's path with room for a grid of one wave at most (WAVE=1 in the environment: width capped at
+           floor(resident blocks / (units x B)), at least the classic width), to see whether the wider grid's cost is
+           its passing one wave
   single   one call a rep (graph replay), L2 flushed by a 256 MB memset before each rep, CUDA events, median of 15
     python bench/dbg/tune_gap.py PRESET:LAYOUT,... [BxL,...] [SPLITS]"""
 import math
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -21,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cuda_h200 import paged  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.build import preset_spec_for_target  # noqa: E402
-from tqgen.cuda_launch import load_variant  # noqa: E402
+from tqgen.cuda_launch import decode_grid, load_variant  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import make_variant  # noqa: E402
 from tqgen.tuning import _fill, _graph_us  # noqa: E402
@@ -34,8 +38,10 @@ counts = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "2,4,8,12").spl
 flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
 
 
-def single_us(kern, q, cache, bt, sl, splits, reps=15, hk=None, **kw):
+def single_us(kern, q, cache, bt, sl, splits, reps=15, hk=None, cols=None, **kw):
     ws = kern.workspace(q.shape[0], q.shape[1], splits, dev, num_kv_heads=hk)
+    if cols is not None:  # room for `cols` splits a (sequence, query head) only: the balanced grid's width is capped by it
+        ws["acc"], ws["lse"] = ws["acc"][:, :, :cols].contiguous(), ws["lse"][:, :, :cols].contiguous()
     out = torch.empty_like(q)
     f = lambda: kern.decode(q, cache, bt, sl, num_splits=splits, workspace=ws, out=out, check=False, **kw)  # noqa: E731
     st = torch.cuda.Stream(dev)
@@ -78,6 +84,13 @@ for preset, layout in items:
             s = single_us(kern, q, dc, dbt, sl, sp)
             w = single_us(kern, q, dc, dbt, sl, sp, hk=HK)
             c = single_us(kern, q, dc, dbt, sl, sp, hk=HK, balanced=False)
-            print(f"| {preset} {layout} | {b}x{L} | {sp} | {t:.1f} | {d:.1f} | {s:.1f} | {w:.1f} | {c:.1f} |", flush=True)
+            if os.environ.get("WAVE") == "1":
+                o = kern.variant.options
+                grid = decode_grid(o, sp, HK, HQ // HK, b)
+                cols = max(grid[0], (132 * o.decode_min_blocks) // (grid[1] * b)) * o.split_step()
+                c = f"{c:.1f} | {single_us(kern, q, dc, dbt, sl, sp, hk=HK, cols=cols):.1f} ({cols // o.split_step()} a unit)"
+            else:
+                c = f"{c:.1f}"
+            print(f"| {preset} {layout} | {b}x{L} | {sp} | {t:.1f} | {d:.1f} | {s:.1f} | {w:.1f} | {c} |", flush=True)
         del tc, dc
         torch.cuda.empty_cache()
