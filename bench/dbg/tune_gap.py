@@ -1,16 +1,18 @@
 """Why `tqgen tune`'s split counts disagree with `tqgen bench` (debug, session 41). On an H100 the tuner picked
 4 splits for SoA 3bit_nc at B=32 L=32K (347 us, 8 splits 420) where the bench's CUDA-graph timing read 445 us at 4
-and 414 at 8. Each method on the same variant and shape, for a few split counts:
+and 414 at 8. Each method on the same variant and shape, for a few split counts (columns in this order):
   tune     tqgen.tuning._graph_us over the tuner's cache (tuning._fill: 4096 stored blocks copied over the rest,
-           one page set, pages in a random order): back-to-back replays of one call, median of 3 rounds
+           one page set, pages in a random order): back-to-back replays of one call, median of 3 rounds (its workspace
+           the runtime's since tuning.tune_workspace; before, without room for the balanced grid: the classic grid)
   distinct _graph_us over a cache whose every block was stored from its own random K/V (bench/cuda_h200.paged)
-  wide     _graph_us over the distinct cache with the runtime's workspace (num_kv_heads given: room for the balanced
-           decode's wider grid, cuda_launch.balanced_grid_width), the decode's default path (balanced from 2 sequences)
-  classic  the same with balanced=False
-  wave     the runtime's path with room for a grid of one wave at most (WAVE=1 in the environment: width capped at
-           floor(resident blocks / (units x B)), at least the classic width), to see whether the wider grid's cost is
-           its passing one wave
-  single   one call a rep (graph replay), L2 flushed by a 256 MB memset before each rep, CUDA events, median of 15
+  single   one call a rep (graph replay), L2 flushed by a 256 MB memset before each rep, CUDA events, median of 15; a
+           workspace without num_kv_heads (no room for the balanced decode's wider grid: the classic grid)
+  wide     single with the runtime's workspace (num_kv_heads given: room for the wider grid,
+           cuda_launch.balanced_grid_width), the decode's default path (balanced from 2 sequences)
+  classic  wide with balanced=False
+  wave     (WAVE=1 in the environment) wide with room for a grid of one wave at most (width capped at
+           floor(resident blocks / (units x B)), at least the classic width): whether the wider grid's cost is its
+           passing one wave (it is not, bench/results/h100-2026-12-05-tune-gap.md)
     python bench/dbg/tune_gap.py PRESET:LAYOUT,... [BxL,...] [SPLITS]"""
 import math
 import os
