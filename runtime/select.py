@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tqgen.backends import generated_chain
+from tqgen.backends import backend_label, generated_chain
 from tqgen.ir import Backend, Layout, LayoutSpec, Reason, Target, Vendor
 from tqgen.variants import Request
 
@@ -91,7 +91,7 @@ class Candidate:
 
     @property
     def name(self) -> str:
-        return str(self.backend) if self.kind == "generic" else f"{self.backend}:{self.kind}"
+        return backend_label(self.backend, self.kind)
 
 
 def chain(target: Target, interpret: bool | None = None) -> list[Candidate]:

@@ -6,6 +6,12 @@ from .ir import LayoutSpec, Reason, Target
 from .lower_triton import triton_reasons
 
 
+def backend_label(backend: str, kind: str) -> str:
+    """How a kernel family is named to users (``tqgen check``, ``tqgen build``'s skips, the runtime's candidates):
+    ``triton``, ``cuda``, or ``triton:gfx950_mfma`` for a kind other than generic."""
+    return str(backend) if kind == "generic" else f"{backend}:{kind}"
+
+
 def generated_chain(target: Target) -> list[tuple[str, str]]:
     """(backend, kind) of each generated kernel family the runtime tries on a target, in its priority order
     (``tqgen_runtime.select.chain`` adds the reference, and the Triton interpreter on the CPU); what ``tqgen
@@ -27,8 +33,7 @@ def backend_reasons(spec: LayoutSpec, target: Target) -> dict[str, list[Reason]]
 
     out: dict[str, list[Reason]] = {}
     for backend, kind in generated_chain(target):
-        name = backend if kind == "generic" else f"{backend}:{kind}"
-        out[name] = triton_reasons(spec, target, kind) if backend == "triton" else cuda_reasons(spec, target, kind)
+        out[backend_label(backend, kind)] = triton_reasons(spec, target, kind) if backend == "triton" else cuda_reasons(spec, target, kind)
     if target is Target.CPU:
         out["triton (interpreter)"] = triton_reasons(spec, target)
     out["reference"] = []  # the torch oracle holds every valid spec

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from . import __version__
+from .backends import backend_label, generated_chain
 from .cli import add_spec_args, command, spec_from_args
 from .ir import NATIVE_FP8, PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, Target
 from .layout import derive_layout
@@ -278,8 +279,6 @@ def build_requests(target: Target, backends: list[str] | None, kind: str | None)
     ``kind`` then keeps the backends that have it)."""
     if backends:
         return [(b, kind or "generic") for b in backends]
-    from .backends import generated_chain
-
     pairs = generated_chain(target)
     if kind is not None:
         kinds = backend_kinds()
@@ -317,7 +316,7 @@ def cmd_build(a: argparse.Namespace) -> int:
                     if a.backend:  # a backend asked for by name must build
                         print(f"tqgen build: {e}")
                         return 1
-                    skipped.append(f"  {backend}{'' if kind == 'generic' else ':' + kind}: {e}")
+                    skipped.append(f"  {backend_label(backend, kind)}: {e}")
             if skipped:
                 print(f"{target}: not rendered for {spec.token} (the runtime skips these too):\n" + "\n".join(skipped))
                 if len(skipped) == len(requests):
