@@ -84,18 +84,6 @@ PREFILL_BATCHES, PREFILL_LENGTHS = (1, 8, 32), (4 * K, 32 * K)  # --suite prefil
 DTYPE_BYTES = 2  # bf16 query, K/V, outputs
 FLUSH_BYTES = 256 * 10**6  # like triton.testing.do_bench
 FLOOR_CPU_L2_BYTES = 1 << 20  # --l2-floor's "L2" where the device reports none (a CPU)
-
-
-def l2_floor_table(spec: LayoutSpec, block_table, num_kv_heads: int, l2_bytes: int):
-    """--l2-floor's block table and its pool size: every entry folded (mod) into a pool of blocks (one block of every
-    KV head) a quarter of ``l2_bytes`` holds, so the decode's reads hit L2 (sequences share blocks, as with a shared
-    prefix); at most half the blocks there are, so a small batch's table is folded too (its floor then reads each
-    block at least twice)."""
-    from .layout import derive_layout
-
-    block_bytes = derive_layout(spec).page_bytes(num_kv_heads)
-    pool = max(1, min(l2_bytes // 4 // block_bytes, int(block_table.max()) // 2 + 1))
-    return (block_table % pool).to(block_table.dtype), pool
 COPY_BYTES_GPU = 1 << 30
 COPY_BYTES_CPU = 64 << 20
 GUARD_SEQS = 2
@@ -113,6 +101,18 @@ TARGET_STORE_PCT = 60.0
 TARGET_LATENCY_RATIO = 1.5  # B=1 L=4K: at most 1.5x the SDPA time
 TARGET_D64_FRACTION = 0.8  # D=64 GQA3: within 20 % of the D=128 bandwidth fraction
 TARGET_DECODE_SHAPES = ((32, 32 * K), (128, 8 * K))
+
+
+def l2_floor_table(spec: LayoutSpec, block_table, num_kv_heads: int, l2_bytes: int):
+    """--l2-floor's block table and its pool size: every entry folded (mod) into a pool of blocks (one block of every
+    KV head) a quarter of ``l2_bytes`` holds, so the decode's reads hit L2 (sequences share blocks, as with a shared
+    prefix); at most half the blocks there are, so a small batch's table is folded too (its floor then reads each
+    block at least twice)."""
+    from .layout import derive_layout
+
+    block_bytes = derive_layout(spec).page_bytes(num_kv_heads)
+    pool = max(1, min(l2_bytes // 4 // block_bytes, int(block_table.max()) // 2 + 1))
+    return (block_table % pool).to(block_table.dtype), pool
 
 
 # =========================================================================== shapes and suites
