@@ -1,8 +1,8 @@
 """Whether a grid with blocks that exit at once spreads its working blocks over the SMs as a grid of only the working
 blocks does (debug, session 42). The balanced decode on equal lengths at one block a unit launches a wider grid whose
 blocks past B x units exit; it ran 1.17-1.25x the classic grid's time on an H100 with the same loop and registers
-(bench/results/h100-2026-12-05-tune-gap.md). A stand-in kernel: 128 threads, __launch_bounds__(128, 4), 44 KB of
-static shared memory (SoA 3bit_nc's decode: 4 blocks an SM), the first M blocks of the grid run a fixed FMA / shared
+(bench/results/h100-2026-12-05-tune-gap.md). A stand-in kernel: 128 threads, __launch_bounds__(128, 4), 48 KB of
+static shared memory (4 blocks an SM, as SoA 3bit_nc's decode), the first M blocks of the grid run a fixed FMA / shared
 memory loop and record %smid, the rest exit. For M working blocks in grids of N >= M: the kernel's time (CUDA events,
 median of 9) and the most working blocks one SM got.
     python bench/dbg/dispatch.py [M,...] [ITERS]"""
