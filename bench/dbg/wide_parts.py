@@ -1,6 +1,8 @@
 """Where the balanced decode's wider grid loses time on equal lengths (debug, session 42): each kernel of one decode
 call (the decode's stage 1 and its merge) timed by the torch profiler, the runtime's default path (balanced, the wider
-grid) and balanced=False (the classic grid), same variant, shape, split count and cache, L2 flushed before each call.
+grid), the balanced kernel on the classic grid's width (balanced=True with a workspace of the split count's columns
+only: "narrow") and balanced=False (the classic kernel and grid), same variant, shape, split count and cache, L2
+flushed before each call.
     python bench/dbg/wide_parts.py PRESET:LAYOUT,... [BxL,...] [SPLITS,...]"""
 import collections
 import math
@@ -53,9 +55,10 @@ for preset, layout in items:
         dc, dbt, _ = paged(spec, b, L, HK, dev, kern)
         for sp in counts:
             ws = kern.workspace(b, HQ, sp, dev, num_kv_heads=HK)
+            narrow = dict(ws, acc=ws["acc"][:, :, :sp].contiguous(), lse=ws["lse"][:, :, :sp].contiguous())
             out = torch.empty_like(q)
-            for path, bal in (("wide", None), ("classic", False)):
-                f = lambda: kern.decode(q, dc, dbt, sl, num_splits=sp, workspace=ws, out=out, check=False,  # noqa: E731
+            for path, bal, w in (("wide", None, ws), ("narrow", True, narrow), ("classic", False, ws)):
+                f = lambda: kern.decode(q, dc, dbt, sl, num_splits=sp, workspace=w, out=out, check=False,  # noqa: E731
                                         balanced=bal)
                 for name, us in sorted(kernel_us(f).items()):
                     print(f"| {preset} {layout} | {b}x{L} | {sp} | {path} | {name} | {us:.1f} |", flush=True)
