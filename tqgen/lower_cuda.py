@@ -63,6 +63,16 @@ __device__ __forceinline__ uint32_t tq_prmt(uint32_t x, uint32_t y, uint32_t s) 
   return r;
 }"""
 
+_AMD_PRMT = """// byte permute with CUDA's __byte_perm semantics (selector nibbles 0..7 pick bytes of {y:x}; bit 3 of a nibble
+// and the selector's upper half ignored, as in the portable definition): one v_perm_b32 (its selector byte i picks
+// output byte i, 0..3 from its second operand) after the nibbles are spread to bytes (a v_perm moves selector bytes
+// 0, 1 to bytes 0, 2, a shift-or and a mask split them), which all folds for a constant selector; the portable
+// definition's shifts of a 64-bit word cost ~20 instructions a call with a selector known at run time only
+__device__ __forceinline__ uint32_t tq_prmt(uint32_t x, uint32_t y, uint32_t s) {
+  const uint32_t t = __builtin_amdgcn_perm(0u, s, 0x0c010c00u);
+  return __builtin_amdgcn_perm(y, x, (t | (t << 4)) & 0x07070707u);
+}"""
+
 PLATFORMS: dict[str, Platform] = {
     "cuda": Platform(
         name="cuda", suffix="cu",
@@ -152,10 +162,16 @@ __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c)
   return __builtin_bit_cast(uint32_t, __builtin_elementwise_fma(__builtin_bit_cast(tq_h2, a), __builtin_bit_cast(tq_h2, b),
                                                                 __builtin_bit_cast(tq_h2, c)));
 }
+// x·y + c on fp16 pairs (raw bits), fp32 products and sum: one v_dot2c_f32_f16 (gfx90a, gfx942, gfx950), the
+// fragment path's dot products (tq_mma; converting each half and multiplying took ~4x the instructions)
+#define TQ_FDOT2 1
+__device__ __forceinline__ float tq_fdot2(uint32_t x, uint32_t y, float c) {
+  return __builtin_amdgcn_fdot2(__builtin_bit_cast(tq_h2, x), __builtin_bit_cast(tq_h2, y), c, false);
+}
 #define TQ_F2BF2(a, b) tq_pack2(tq_f2bf(a), tq_f2bf(b))
 #define TQ_F2H2(a, b) tq_pack2(TQ_F2H(a), TQ_F2H(b))
 #define TQ_EXP2(x) exp2f(x)""",
-        byte_perm_def=_PORTABLE_PRMT, mma_impl="shfl"),
+        byte_perm_def=_AMD_PRMT, mma_impl="shfl"),
 }
 
 MMA_DEFS = {
@@ -182,22 +198,69 @@ __device__ __forceinline__ uint32_t tq_trans8(uint32_t x, int) {
 template <bool BF16> __device__ __forceinline__ float tq_dot2(uint32_t x, uint32_t y) {
   return tq_t2f<BF16>(x & 0xffffu) * tq_t2f<BF16>(y & 0xffffu) + tq_t2f<BF16>(x >> 16) * tq_t2f<BF16>(y >> 16);
 }
+// one round rr of the contract: A's words of lane 4g + rr times B's of lanes 8r + rr (x: column 2r) and 8r + 4 + rr
+// (y: column 2r + 1); fp16 pairs as dot instructions where the platform has them (TQ_FDOT2: every preset's fragments
+// but 8-bit value codes with a bf16 query)
+template <bool BF16>
+__device__ __forceinline__ void tq_mma_round(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t x0,
+                                             uint32_t x1, uint32_t y0, uint32_t y1) {
+#ifdef TQ_FDOT2
+  if constexpr (!BF16) {
+    c[0] = tq_fdot2(a2, x1, tq_fdot2(a0, x0, c[0]));
+    c[1] = tq_fdot2(a2, y1, tq_fdot2(a0, y0, c[1]));
+    c[2] = tq_fdot2(a3, x1, tq_fdot2(a1, x0, c[2]));
+    c[3] = tq_fdot2(a3, y1, tq_fdot2(a1, y0, c[3]));
+    return;
+  }
+#endif
+  c[0] += tq_dot2<BF16>(a0, x0) + tq_dot2<BF16>(a2, x1);
+  c[1] += tq_dot2<BF16>(a0, y0) + tq_dot2<BF16>(a2, y1);
+  c[2] += tq_dot2<BF16>(a1, x0) + tq_dot2<BF16>(a3, x1);
+  c[3] += tq_dot2<BF16>(a1, y0) + tq_dot2<BF16>(a3, y1);
+}
+#define TQ_A_ROUND(a, g, rr) TQ_SHFL(a[0], g * 4 + rr), TQ_SHFL(a[1], g * 4 + rr), TQ_SHFL(a[2], g * 4 + rr), \\
+  TQ_SHFL(a[3], g * 4 + rr)
 template <bool BF16>
 __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int lane) {
   const int g = lane >> 2, r = lane & 3;
   // a rolled loop: unrolled, the compiler hoists every loop-invariant query shuffle and conversion
   // out of the tile loop and spills (gfx942: 512 VGPRs + 111 spilled vs 144 rolled)
 #pragma unroll 1
+  for (int rr = 0; rr < 4; ++rr)
+    tq_mma_round<BF16>(c, TQ_A_ROUND(a, g, rr), TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr),
+                       TQ_SHFL(b0, 8 * r + 4 + rr), TQ_SHFL(b1, 8 * r + 4 + rr));
+}
+// the same with B in shared memory as lane l's (b0, b1) at bs[l] (the query fragments, TQ_QFRAG_SMEM): the pairs
+// of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round (the lanes of one r read the same words)
+// where shuffles of the caller's b0, b1 took four and a load
+__device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, const uint2* bs, int lane) {
+  const int g = lane >> 2, r = lane & 3;
+#pragma unroll 1
   for (int rr = 0; rr < 4; ++rr) {
-    const uint32_t a0 = TQ_SHFL(a[0], g * 4 + rr), a1 = TQ_SHFL(a[1], g * 4 + rr);
-    const uint32_t a2 = TQ_SHFL(a[2], g * 4 + rr), a3 = TQ_SHFL(a[3], g * 4 + rr);
-    const uint32_t x0 = TQ_SHFL(b0, 8 * r + rr), x1 = TQ_SHFL(b1, 8 * r + rr);          // column 2r
-    const uint32_t y0 = TQ_SHFL(b0, 8 * r + 4 + rr), y1 = TQ_SHFL(b1, 8 * r + 4 + rr);  // column 2r + 1
-    c[0] += tq_dot2<BF16>(a0, x0) + tq_dot2<BF16>(a2, x1);
-    c[1] += tq_dot2<BF16>(a0, y0) + tq_dot2<BF16>(a2, y1);
-    c[2] += tq_dot2<BF16>(a1, x0) + tq_dot2<BF16>(a3, x1);
-    c[3] += tq_dot2<BF16>(a1, y0) + tq_dot2<BF16>(a3, y1);
+    const uint2 x = bs[8 * r + rr], y = bs[8 * r + 4 + rr];
+    tq_mma_round<false>(c, TQ_A_ROUND(a, g, rr), x.x, x.y, y.x, y.y);
   }
+}
+// a B operand shared by several products (P·V's Pᵀ, the same for every m-tile): the words of the four rounds
+// shuffled once (16 shuffles a tile where tq_mma took 16 a product), tq_mma_bf the rounds on them
+struct TqBFrag { uint32_t x0[4], x1[4], y0[4], y1[4]; };  // round rr: column 2r's b0, b1; column 2r + 1's
+__device__ __forceinline__ TqBFrag tq_bfrag(uint32_t b0, uint32_t b1, int lane) {
+  const int r = lane & 3;
+  TqBFrag f;
+#pragma unroll
+  for (int rr = 0; rr < 4; ++rr) {
+    f.x0[rr] = TQ_SHFL(b0, 8 * r + rr);
+    f.x1[rr] = TQ_SHFL(b1, 8 * r + rr);
+    f.y0[rr] = TQ_SHFL(b0, 8 * r + 4 + rr);
+    f.y1[rr] = TQ_SHFL(b1, 8 * r + 4 + rr);
+  }
+  return f;
+}
+template <bool BF16>
+__device__ __forceinline__ void tq_mma_bf(float* c, const uint32_t* a, const TqBFrag& f, int lane) {
+  const int g = lane >> 2;
+#pragma unroll
+  for (int rr = 0; rr < 4; ++rr) tq_mma_round<BF16>(c, TQ_A_ROUND(a, g, rr), f.x0[rr], f.x1[rr], f.y0[rr], f.y1[rr]);
 }
 // the transpose of an 8x8 matrix of 16-bit values held as m8n8 fragments (thread 4i + j/2: row i,
 // columns j, j + 1): thread (g, r) takes column g of rows 2r and 2r + 1

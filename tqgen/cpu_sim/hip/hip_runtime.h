@@ -10,3 +10,27 @@
 #define __shfl(v, s, w) ::tqsim::shfl((v), (s), (w), __LINE__)
 #define __shfl_xor(v, m, w) ::tqsim::shfl_xor((v), (m), (w), __LINE__)
 #define __any(p) ::tqsim::vote_any((p), __LINE__)
+// v_dot2c_f32_f16: x.lo·y.lo + x.hi·y.hi + c, the fp16 products exact in fp32; the sum here rounded once (the ISA
+// does not say how the hardware rounds inside the dot: at most an ulp of the fp32 result apart); clamp: the template
+// passes false
+#define __builtin_amdgcn_perm(s0, s1, sel) ::tqsim::amdgcn_perm((s0), (s1), (sel))
+#define __builtin_amdgcn_fdot2(x, y, c, clamp) \
+  ((float)((double)(x)[0] * (double)(y)[0] + (double)(x)[1] * (double)(y)[1] + (double)(c)))
+
+namespace tqsim {
+// v_perm_b32: output byte i by selector byte i: 0..7 a byte of {s0:s1} (s1 the low word), 8..11 the sign of
+// byte 1, 3, 5 or 7 replicated, 12 zero, 13..255 0xff
+inline uint32_t amdgcn_perm(uint32_t s0, uint32_t s1, uint32_t sel) {
+  const uint64_t v = ((uint64_t)s0 << 32) | s1;
+  uint32_t r = 0u;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t k = (sel >> (8 * i)) & 0xffu;
+    uint32_t b;
+    if (k < 8) b = (uint32_t)(v >> (8 * k)) & 0xffu;
+    else if (k < 12) b = ((v >> (8 * (2 * (k - 8) + 1) + 7)) & 1u) ? 0xffu : 0u;
+    else b = k == 12 ? 0u : 0xffu;
+    r |= b << (8 * i);
+  }
+  return r;
+}
+}  // namespace tqsim
