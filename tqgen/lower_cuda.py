@@ -168,6 +168,9 @@ __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c)
 __device__ __forceinline__ float tq_fdot2(uint32_t x, uint32_t y, float c) {
   return __builtin_amdgcn_fdot2(__builtin_bit_cast(tq_h2, x), __builtin_bit_cast(tq_h2, y), c, false);
 }
+// x of lane k (a constant) of this lane's quad: a DPP quad_perm move (a VALU operand modifier; a shuffle is an LDS
+// instruction, ds_bpermute)
+#define TQ_QUAD_BCAST(x, k) ((uint32_t)__builtin_amdgcn_mov_dpp((int)(x), 0x55 * (k), 0xf, 0xf, false))
 #define TQ_F2BF2(a, b) tq_pack2(tq_f2bf(a), tq_f2bf(b))
 #define TQ_F2H2(a, b) tq_pack2(TQ_F2H(a), TQ_F2H(b))
 #define TQ_EXP2(x) exp2f(x)""",
@@ -230,6 +233,10 @@ __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0,
     tq_mma_round<BF16>(c, TQ_A_ROUND(a, g, rr), TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr),
                        TQ_SHFL(b0, 8 * r + 4 + rr), TQ_SHFL(b1, 8 * r + 4 + rr));
 }
+// A's words of lane 4g + rr are those of quad lane rr: with rr a constant (the unrolled rounds) a quad broadcast
+#ifndef TQ_QUAD_BCAST
+#define TQ_QUAD_BCAST(x, k) TQ_SHFL((x), (lane & ~3) | (k))
+#endif
 // the same with B in shared memory as lane l's (b0, b1) at bs[l] (the query fragments, TQ_QFRAG_SMEM): the pairs
 // of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round (the lanes of one r read the same words)
 // where shuffles of the caller's b0, b1 took four and a load
@@ -256,11 +263,11 @@ __device__ __forceinline__ TqBFrag tq_bfrag(uint32_t b0, uint32_t b1, int lane) 
   }
   return f;
 }
+#define TQ_BF_ROUND(rr) tq_mma_round<BF16>(c, TQ_QUAD_BCAST(a[0], rr), TQ_QUAD_BCAST(a[1], rr), \\
+  TQ_QUAD_BCAST(a[2], rr), TQ_QUAD_BCAST(a[3], rr), f.x0[rr], f.x1[rr], f.y0[rr], f.y1[rr])
 template <bool BF16>
 __device__ __forceinline__ void tq_mma_bf(float* c, const uint32_t* a, const TqBFrag& f, int lane) {
-  const int g = lane >> 2;
-#pragma unroll
-  for (int rr = 0; rr < 4; ++rr) tq_mma_round<BF16>(c, TQ_A_ROUND(a, g, rr), f.x0[rr], f.x1[rr], f.y0[rr], f.y1[rr]);
+  TQ_BF_ROUND(0); TQ_BF_ROUND(1); TQ_BF_ROUND(2); TQ_BF_ROUND(3);  // rounds written out: rr a literal for the DPP
 }
 // the transpose of an 8x8 matrix of 16-bit values held as m8n8 fragments (thread 4i + j/2: row i,
 // columns j, j + 1): thread (g, r) takes column g of rows 2r and 2r + 1

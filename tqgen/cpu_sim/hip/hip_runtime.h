@@ -14,6 +14,10 @@
 // does not say how the hardware rounds inside the dot: at most an ulp of the fp32 result apart); clamp: the template
 // passes false
 #define __builtin_amdgcn_perm(s0, s1, sel) ::tqsim::amdgcn_perm((s0), (s1), (sel))
+// v_mov_b32 with a DPP quad_perm control (0..0xff: lane i of each quad reads lane (ctrl >> 2i) & 3 of it), every row
+// and bank enabled: the only DPP form the kernels use
+#define __builtin_amdgcn_mov_dpp(v, ctrl, row_mask, bank_mask, bound_ctrl) \
+  ::tqsim::dpp_quad_perm((v), (ctrl), (row_mask), (bank_mask), __LINE__)
 #define __builtin_amdgcn_fdot2(x, y, c, clamp) \
   ((float)((double)(x)[0] * (double)(y)[0] + (double)(x)[1] * (double)(y)[1] + (double)(c)))
 
@@ -32,5 +36,10 @@ inline uint32_t amdgcn_perm(uint32_t s0, uint32_t s1, uint32_t sel) {
     r |= b << (8 * i);
   }
   return r;
+}
+inline int dpp_quad_perm(int v, int ctrl, int row_mask, int bank_mask, int site) {
+  if (ctrl < 0 || ctrl > 0xff || row_mask != 0xf || bank_mask != 0xf) fail("tqsim: DPP beyond quad_perm with every row and bank");
+  const int l = (int)(thread_idx().x % 32u);  // the lane in its 32-lane segment (shfl's source lanes are too)
+  return shfl(v, (l & ~3) | ((ctrl >> (2 * (l & 3))) & 3), 32, site);
 }
 }  // namespace tqsim
