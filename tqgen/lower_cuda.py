@@ -190,6 +190,20 @@ __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0,
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 }
+// the score's product with B in shared memory as lane l's (b0, b1) at row[l] (the query fragments, TQ_QFRAG_SMEM):
+// tq_qref(row, lane) reads the thread's pair (before the keys' decode, as the loop always had it), tq_mma_bs the product
+typedef uint2 TqQRef;
+__device__ __forceinline__ TqQRef tq_qref(const uint2* row, int lane) { return row[lane]; }
+__device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, TqQRef q, int lane) {
+  tq_mma<false>(c, a, q.x, q.y, lane);
+}
+// a B operand shared by several products (P·V's Pᵀ): the thread's own two words (the shuffle path prepares more)
+struct TqBFrag { uint32_t b0, b1; };
+__device__ __forceinline__ TqBFrag tq_bfrag(uint32_t b0, uint32_t b1, int) { return {b0, b1}; }
+template <bool BF16>
+__device__ __forceinline__ void tq_mma_bf(float* c, const uint32_t* a, const TqBFrag& f, int lane) {
+  tq_mma<BF16>(c, a, f.b0, f.b1, lane);
+}
 // the transpose of an 8x8 matrix of 16-bit values held as m8n8 fragments (thread 4i + j/2: row i,
 // columns j, j + 1): movmatrix (sm_75+)
 __device__ __forceinline__ uint32_t tq_trans8(uint32_t x, int) {
@@ -240,7 +254,9 @@ __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0,
 // the same with B in shared memory as lane l's (b0, b1) at bs[l] (the query fragments, TQ_QFRAG_SMEM): the pairs
 // of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round (the lanes of one r read the same words)
 // where shuffles of the caller's b0, b1 took four and a load
-__device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, const uint2* bs, int lane) {
+typedef const uint2* TqQRef;  // the row itself: each round reads the pairs it needs
+__device__ __forceinline__ TqQRef tq_qref(const uint2* row, int) { return row; }
+__device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, TqQRef bs, int lane) {
   const int g = lane >> 2, r = lane & 3;
 #pragma unroll 1
   for (int rr = 0; rr < 4; ++rr) {
