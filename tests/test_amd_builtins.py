@@ -9,14 +9,13 @@ random words and selectors, both compiled for the host against the simulator's h
 difference fails.
 """
 
-import os
 import random
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+import toolchain
 
 from tqgen import cpu_sim
 from tqgen.compile_cpp import _default_hip_root
@@ -28,9 +27,7 @@ N = 256
 
 def _need(what: str, ok: bool):
     if not ok:
-        if os.environ.get("CI_REQUIRE_HIP") == "1":
-            raise RuntimeError(f"CI_REQUIRE_HIP=1 but {what} is missing (bash tools/hip_toolchain.sh)")
-        pytest.skip(f"{what} missing: bash tools/hip_toolchain.sh installs it")
+        toolchain.missing(what)
 
 
 def _cases(seed: int) -> list[tuple[int, int, int]]:

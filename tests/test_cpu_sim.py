@@ -8,12 +8,11 @@ reference, dequant within 1e-5 (fp32) / one rounding (bf16, fp16), the merges ag
 plan. Needs a host clang (clang-22: CI installs it with tools/hip_toolchain.sh); skipped without one, except where
 CI_REQUIRE_HIP=1 (CI), where its absence fails."""
 
-import os
-
 import pytest
 import torch
 
 import cpp_checks as cc
+import toolchain
 from cpp_checks import (BALANCED_CASES, Runner, balanced_lens, check_balanced_decode, check_decode_past_64_splits,
                         check_dequant, check_merge_kernels, check_moving_maximum, check_store_special_values,
                         check_unwritten_slots, check_variant)
@@ -27,8 +26,8 @@ try:
     _NO_CXX = None
 except cpu_sim.SimUnavailable as e:
     _NO_CXX = str(e)
-    if os.environ.get("CI_REQUIRE_HIP") == "1":
-        raise RuntimeError(f"CI_REQUIRE_HIP=1 but {e}") from None
+    if toolchain.required():
+        raise RuntimeError(f"{toolchain.HIP}=1 but {e}") from None  # at import: every test here would skip
 pytestmark = pytest.mark.skipif(_NO_CXX is not None, reason=_NO_CXX or "")
 
 AMD = [v for v in default_matrix()[0] if v.backend is Backend.HIP]
