@@ -1,0 +1,19 @@
+#!/bin/bash
+# Session 43, H200 only: session41c.sh reordered for a short device budget. The re-tune of every default decode with
+# today's tuner first (tuning.tune_workspace: the balanced decode's wider grid timed where a request runs it), then
+# the decode targets with the new table, then with the committed one (same machine, for the A/B); files under $OUT.
+set -u
+export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
+mkdir -p /tmp/pp && ln -sfn "$PWD/runtime" /tmp/pp/tqgen_runtime
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$gpu"
+case "$gpu" in *H200*) ;; *) echo "not an H200: nothing run"; exit 3;; esac
+day=$(date +%F); t0=$SECONDS
+mkdir -p $OUT/tuned
+timeout 300 python -m tqgen tune --out $OUT/tuned > $OUT/tune-log.txt 2>&1; echo "tune rc $? at $((SECONDS - t0)) s"
+tail -2 $OUT/tune-log.txt
+TQGEN_TUNING_DIR=$OUT/tuned timeout 150 python -m tqgen bench --suite targets --op decode --backend cuda --cuda-graph \
+  --no-plot --out $OUT --tag h200-$day-targets-v47-retuned-graph 2>&1 | tail -2; echo "at $((SECONDS - t0)) s"
+left=$((560 - (SECONDS - t0)))
+[ $left -gt 60 ] && timeout $left python -m tqgen bench --suite targets --op decode --backend cuda --cuda-graph \
+  --no-plot --out $OUT --tag h200-$day-targets-v47-table-graph 2>&1 | tail -2
+echo "done at $((SECONDS - t0)) s"
