@@ -235,33 +235,34 @@ __device__ __forceinline__ void tq_mma_round(float* c, uint32_t a0, uint32_t a1,
   c[2] += tq_dot2<BF16>(a1, x0) + tq_dot2<BF16>(a3, x1);
   c[3] += tq_dot2<BF16>(a1, y0) + tq_dot2<BF16>(a3, y1);
 }
-#define TQ_A_ROUND(a, g, rr) TQ_SHFL(a[0], g * 4 + rr), TQ_SHFL(a[1], g * 4 + rr), TQ_SHFL(a[2], g * 4 + rr), \\
-  TQ_SHFL(a[3], g * 4 + rr)
+// A's words of round rr are those of lane rr of the reader's quad (lane 4g + rr): a shuffle (rr known at run time);
+// TQ_QUAD_BCAST where rr is a literal (a DPP move on AMD)
+#define TQ_QUAD_SHFL(x, k) TQ_SHFL((x), (lane & ~3) | (k))
+#ifndef TQ_QUAD_BCAST
+#define TQ_QUAD_BCAST(x, k) TQ_QUAD_SHFL(x, k)
+#endif
+#define TQ_A_ROUND(a, rr) TQ_QUAD_SHFL(a[0], rr), TQ_QUAD_SHFL(a[1], rr), TQ_QUAD_SHFL(a[2], rr), TQ_QUAD_SHFL(a[3], rr)
 template <bool BF16>
 __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int lane) {
-  const int g = lane >> 2, r = lane & 3;
+  const int r = lane & 3;
   // a rolled loop: unrolled, the compiler hoists every loop-invariant query shuffle and conversion
   // out of the tile loop and spills (gfx942: 512 VGPRs + 111 spilled vs 144 rolled)
 #pragma unroll 1
   for (int rr = 0; rr < 4; ++rr)
-    tq_mma_round<BF16>(c, TQ_A_ROUND(a, g, rr), TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr),
+    tq_mma_round<BF16>(c, TQ_A_ROUND(a, rr), TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr),
                        TQ_SHFL(b0, 8 * r + 4 + rr), TQ_SHFL(b1, 8 * r + 4 + rr));
 }
-// A's words of lane 4g + rr are those of quad lane rr: with rr a constant (the unrolled rounds) a quad broadcast
-#ifndef TQ_QUAD_BCAST
-#define TQ_QUAD_BCAST(x, k) TQ_SHFL((x), (lane & ~3) | (k))
-#endif
 // the same with B in shared memory as lane l's (b0, b1) at bs[l] (the query fragments, TQ_QFRAG_SMEM): the pairs
 // of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round (the lanes of one r read the same words)
 // where shuffles of the caller's b0, b1 took four and a load
 typedef const uint2* TqQRef;  // the row itself: each round reads the pairs it needs
 __device__ __forceinline__ TqQRef tq_qref(const uint2* row, int) { return row; }
 __device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, TqQRef bs, int lane) {
-  const int g = lane >> 2, r = lane & 3;
+  const int r = lane & 3;
 #pragma unroll 1
   for (int rr = 0; rr < 4; ++rr) {
     const uint2 x = bs[8 * r + rr], y = bs[8 * r + 4 + rr];
-    tq_mma_round<false>(c, TQ_A_ROUND(a, g, rr), x.x, x.y, y.x, y.y);
+    tq_mma_round<false>(c, TQ_A_ROUND(a, rr), x.x, x.y, y.x, y.y);
   }
 }
 // a B operand shared by several products (P·V's Pᵀ, the same for every m-tile): the words of the four rounds

@@ -10,14 +10,15 @@
 #define __shfl(v, s, w) ::tqsim::shfl((v), (s), (w), __LINE__)
 #define __shfl_xor(v, m, w) ::tqsim::shfl_xor((v), (m), (w), __LINE__)
 #define __any(p) ::tqsim::vote_any((p), __LINE__)
-// v_dot2c_f32_f16: x.lo·y.lo + x.hi·y.hi + c, the fp16 products exact in fp32; the sum here rounded once (the ISA
-// does not say how the hardware rounds inside the dot: at most an ulp of the fp32 result apart); clamp: the template
-// passes false
+// v_perm_b32 (tqsim::amdgcn_perm below)
 #define __builtin_amdgcn_perm(s0, s1, sel) ::tqsim::amdgcn_perm((s0), (s1), (sel))
 // v_mov_b32 with a DPP quad_perm control (0..0xff: lane i of each quad reads lane (ctrl >> 2i) & 3 of it), every row
 // and bank enabled: the only DPP form the kernels use
 #define __builtin_amdgcn_mov_dpp(v, ctrl, row_mask, bank_mask, bound_ctrl) \
   ::tqsim::dpp_quad_perm((v), (ctrl), (row_mask), (bank_mask), __LINE__)
+// v_dot2c_f32_f16: x.lo·y.lo + x.hi·y.hi + c, the fp16 products exact in fp32; the sum here rounded once (the ISA
+// does not say how the hardware rounds inside the dot: at most an ulp of the fp32 result apart); clamp: the template
+// passes false
 #define __builtin_amdgcn_fdot2(x, y, c, clamp) \
   ((float)((double)(x)[0] * (double)(y)[0] + (double)(x)[1] * (double)(y)[1] + (double)(c)))
 
