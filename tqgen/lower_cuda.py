@@ -168,9 +168,9 @@ __device__ __forceinline__ uint32_t tq_hfma2(uint32_t a, uint32_t b, uint32_t c)
 __device__ __forceinline__ float tq_fdot2(uint32_t x, uint32_t y, float c) {
   return __builtin_amdgcn_fdot2(__builtin_bit_cast(tq_h2, x), __builtin_bit_cast(tq_h2, y), c, false);
 }
-// x of lane k (a constant) of this lane's quad: a DPP quad_perm move (a VALU operand modifier; a shuffle is an LDS
-// instruction, ds_bpermute)
-#define TQ_QUAD_BCAST(x, k) ((uint32_t)__builtin_amdgcn_mov_dpp((int)(x), 0x55 * (k), 0xf, 0xf, false))
+// x of lane (i + 1) & 3 for lane i of each quad, the quad rotated by one: a DPP quad_perm [1, 2, 3, 0] move (a VALU
+// operand modifier; a shuffle is an LDS instruction, ds_bpermute)
+#define TQ_QUAD_ROT(x) ((uint32_t)__builtin_amdgcn_mov_dpp((int)(x), 0x39, 0xf, 0xf, false))
 #define TQ_F2BF2(a, b) tq_pack2(tq_f2bf(a), tq_f2bf(b))
 #define TQ_F2H2(a, b) tq_pack2(TQ_F2H(a), TQ_F2H(b))
 #define TQ_EXP2(x) exp2f(x)""",
@@ -235,56 +235,76 @@ __device__ __forceinline__ void tq_mma_round(float* c, uint32_t a0, uint32_t a1,
   c[2] += tq_dot2<BF16>(a1, x0) + tq_dot2<BF16>(a3, x1);
   c[3] += tq_dot2<BF16>(a1, y0) + tq_dot2<BF16>(a3, y1);
 }
-// A's words of round rr are those of lane rr of the reader's quad (lane 4g + rr): a shuffle (rr known at run time);
-// TQ_QUAD_BCAST where rr is a literal (a DPP move on AMD)
-#define TQ_QUAD_SHFL(x, k) TQ_SHFL((x), (lane & ~3) | (k))
-#ifndef TQ_QUAD_BCAST
-#define TQ_QUAD_BCAST(x, k) TQ_QUAD_SHFL(x, k)
+// Round rr needs A's words of lane rr of the reader's quad (lane 4g + rr). The products take the rounds in a rotated
+// order: lane r of a quad runs round rr = (r + t) & 3 at trip t, so the A words it needs there are its quad's words
+// rotated t lanes: its own at trip 0, then one fixed rotation a trip (TQ_QUAD_ROT: a DPP move on AMD, where a
+// run-time rr took a ds_bpermute a word; a shuffle elsewhere). The B words follow rr (a shuffle or a load at a
+// lane-varying index either way). Only the order of the four rounds' sums differs between lanes.
+#ifndef TQ_QUAD_ROT
+#define TQ_QUAD_ROT(x) TQ_SHFL((x), (lane & ~3) | ((lane + 1) & 3))
 #endif
-#define TQ_A_ROUND(a, rr) TQ_QUAD_SHFL(a[0], rr), TQ_QUAD_SHFL(a[1], rr), TQ_QUAD_SHFL(a[2], rr), TQ_QUAD_SHFL(a[3], rr)
+#define TQ_ROT_A(w) (w[0] = TQ_QUAD_ROT(w[0]), w[1] = TQ_QUAD_ROT(w[1]), w[2] = TQ_QUAD_ROT(w[2]), w[3] = TQ_QUAD_ROT(w[3]))
 template <bool BF16>
 __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int lane) {
   const int r = lane & 3;
+  uint32_t w[4] = {a[0], a[1], a[2], a[3]};
+  tq_mma_round<BF16>(c, w[0], w[1], w[2], w[3], TQ_SHFL(b0, 8 * r + r), TQ_SHFL(b1, 8 * r + r),
+                     TQ_SHFL(b0, 8 * r + 4 + r), TQ_SHFL(b1, 8 * r + 4 + r));
   // a rolled loop: unrolled, the compiler hoists every loop-invariant query shuffle and conversion
   // out of the tile loop and spills (gfx942: 512 VGPRs + 111 spilled vs 144 rolled)
 #pragma unroll 1
-  for (int rr = 0; rr < 4; ++rr)
-    tq_mma_round<BF16>(c, TQ_A_ROUND(a, rr), TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr),
+  for (int t = 1; t < 4; ++t) {
+    const int rr = (r + t) & 3;
+    TQ_ROT_A(w);
+    tq_mma_round<BF16>(c, w[0], w[1], w[2], w[3], TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr),
                        TQ_SHFL(b0, 8 * r + 4 + rr), TQ_SHFL(b1, 8 * r + 4 + rr));
+  }
 }
 // the same with B in shared memory as lane l's (b0, b1) at bs[l] (the query fragments, TQ_QFRAG_SMEM): the pairs
-// of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round (the lanes of one r read the same words)
-// where shuffles of the caller's b0, b1 took four and a load
+// of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round where shuffles of the caller's b0, b1
+// took four and a load
 typedef const uint2* TqQRef;  // the row itself: each round reads the pairs it needs
 __device__ __forceinline__ TqQRef tq_qref(const uint2* row, int) { return row; }
 __device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, TqQRef bs, int lane) {
   const int r = lane & 3;
+  uint32_t w[4] = {a[0], a[1], a[2], a[3]};
+  {
+    const uint2 x = bs[8 * r + r], y = bs[8 * r + 4 + r];
+    tq_mma_round<false>(c, w[0], w[1], w[2], w[3], x.x, x.y, y.x, y.y);
+  }
 #pragma unroll 1
-  for (int rr = 0; rr < 4; ++rr) {
+  for (int t = 1; t < 4; ++t) {
+    const int rr = (r + t) & 3;
+    TQ_ROT_A(w);
     const uint2 x = bs[8 * r + rr], y = bs[8 * r + 4 + rr];
-    tq_mma_round<false>(c, TQ_A_ROUND(a, rr), x.x, x.y, y.x, y.y);
+    tq_mma_round<false>(c, w[0], w[1], w[2], w[3], x.x, x.y, y.x, y.y);
   }
 }
-// a B operand shared by several products (P·V's Pᵀ, the same for every m-tile): the words of the four rounds
-// shuffled once (16 shuffles a tile where tq_mma took 16 a product), tq_mma_bf the rounds on them
-struct TqBFrag { uint32_t x0[4], x1[4], y0[4], y1[4]; };  // round rr: column 2r's b0, b1; column 2r + 1's
+// a B operand shared by several products (P·V's Pᵀ, the same for every m-tile): the words of the four trips
+// shuffled once (16 shuffles a tile where tq_mma took 16 a product), in the rotated order (trip t: round (r + t) & 3),
+// tq_mma_bf the trips on them, written out (t a literal), trip 0 on the thread's own A words
+struct TqBFrag { uint32_t x0[4], x1[4], y0[4], y1[4]; };  // trip t: column 2r's b0, b1; column 2r + 1's
 __device__ __forceinline__ TqBFrag tq_bfrag(uint32_t b0, uint32_t b1, int lane) {
   const int r = lane & 3;
   TqBFrag f;
 #pragma unroll
-  for (int rr = 0; rr < 4; ++rr) {
-    f.x0[rr] = TQ_SHFL(b0, 8 * r + rr);
-    f.x1[rr] = TQ_SHFL(b1, 8 * r + rr);
-    f.y0[rr] = TQ_SHFL(b0, 8 * r + 4 + rr);
-    f.y1[rr] = TQ_SHFL(b1, 8 * r + 4 + rr);
+  for (int t = 0; t < 4; ++t) {
+    const int rr = (r + t) & 3;
+    f.x0[t] = TQ_SHFL(b0, 8 * r + rr);
+    f.x1[t] = TQ_SHFL(b1, 8 * r + rr);
+    f.y0[t] = TQ_SHFL(b0, 8 * r + 4 + rr);
+    f.y1[t] = TQ_SHFL(b1, 8 * r + 4 + rr);
   }
   return f;
 }
-#define TQ_BF_ROUND(rr) tq_mma_round<BF16>(c, TQ_QUAD_BCAST(a[0], rr), TQ_QUAD_BCAST(a[1], rr), \\
-  TQ_QUAD_BCAST(a[2], rr), TQ_QUAD_BCAST(a[3], rr), f.x0[rr], f.x1[rr], f.y0[rr], f.y1[rr])
+#define TQ_BF_TRIP(t) tq_mma_round<BF16>(c, w[0], w[1], w[2], w[3], f.x0[t], f.x1[t], f.y0[t], f.y1[t])
 template <bool BF16>
 __device__ __forceinline__ void tq_mma_bf(float* c, const uint32_t* a, const TqBFrag& f, int lane) {
-  TQ_BF_ROUND(0); TQ_BF_ROUND(1); TQ_BF_ROUND(2); TQ_BF_ROUND(3);  // rounds written out: rr a literal for the DPP
+  uint32_t w[4] = {a[0], a[1], a[2], a[3]};
+  TQ_BF_TRIP(0);
+  TQ_ROT_A(w); TQ_BF_TRIP(1);
+  TQ_ROT_A(w); TQ_BF_TRIP(2);
+  TQ_ROT_A(w); TQ_BF_TRIP(3);
 }
 // the transpose of an 8x8 matrix of 16-bit values held as m8n8 fragments (thread 4i + j/2: row i,
 // columns j, j + 1): thread (g, r) takes column g of rows 2r and 2r + 1

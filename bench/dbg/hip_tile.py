@@ -7,13 +7,15 @@ AMD counterpart of sass_tile.py: a kernel change's cost in instructions before a
 
 Per variant: VGPRs and spills of tq_decode_split_bf16 (the linked code object's notes) and the instructions of its tile
 loop in the assembly (every block of the outermost loop that holds inner loops; the inner loops at depth 2, the rolled
-4-round fragment products of tq_mma, counted 4 times): blocks taken rarely count as often as the hot ones, so the count
-is a proxy for a tile's work, comparable between two trees, not a trace.
+fragment products' rounds, counted HIP_TILE_TRIPS times: 3 since session 44 ran round 0 before the loop, 4 for a tree
+before it): blocks taken rarely count as often as the hot ones, so the count is a proxy for a tile's work, comparable
+between two trees, not a trace.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import re
 import sys
 import tempfile
@@ -28,9 +30,11 @@ from tqgen.ir import SpecError, Target  # noqa: E402
 from tqgen.lower_cuda import make_variant, render_cuda  # noqa: E402
 
 KERNEL = "tq_decode_split_bf16"
+# trips of the depth-2 loops (the fragment products' rolled rounds): 3 where round 0 runs before the loop
+TRIPS = int(os.environ.get("HIP_TILE_TRIPS", "3"))
 
 
-def loop_count(asm: str, fn: str = KERNEL) -> tuple[int, collections.Counter]:
+def loop_count(asm: str, fn: str = KERNEL, trips: int = 4) -> tuple[int, collections.Counter]:
     """(instructions, per opcode) of ``fn``'s tile loop in an AMDGPU assembly listing (see the module docstring)."""
     lines = asm.splitlines()
     i0 = next(i for i, l in enumerate(lines) if l.startswith(fn + ":"))
@@ -61,7 +65,7 @@ def loop_count(asm: str, fn: str = KERNEL) -> tuple[int, collections.Counter]:
         if name != f".L{outer}" and not re.search(r"(?:Header=|Parent Loop )" + outer + r" Depth=1", ann):
             continue
         for op in instrs:
-            ops[op] += 4 if "Depth=2" in ann else 1
+            ops[op] += trips if "Depth=2" in ann else 1
     return sum(ops.values()), ops
 
 
@@ -79,7 +83,7 @@ def profile(arch: str, head_dim: int, layout: str, preset: str, out: Path) -> st
     if not (linked.ok and asm.ok):
         return f"{arch}\t{head_dim}\t{layout}\t{preset}\tcompile failed: {(linked.log + asm.log)[-300:]!r}"
     k = linked.kernels.get(KERNEL, {})
-    n, ops = loop_count(asm.output.read_text())
+    n, ops = loop_count(asm.output.read_text(), trips=TRIPS)
     top = ", ".join(f"{op} {c}" for op, c in ops.most_common(6))
     return f"{arch}\t{head_dim}\t{layout}\t{preset}\t{k.get('vgpr')}\t{k.get('spill')}\t{n}\t{top}"
 
