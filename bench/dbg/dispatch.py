@@ -3,8 +3,9 @@ blocks does (debug, session 42). The balanced decode on equal lengths at one blo
 blocks past B x units exit; it ran 1.17-1.25x the classic grid's time on an H100 with the same loop and registers
 (bench/results/h100-2026-12-05-tune-gap.md). A stand-in kernel: 128 threads, __launch_bounds__(128, 4), 48 KB of
 static shared memory (4 blocks an SM, as SoA 3bit_nc's decode), the first M blocks of the grid run a fixed FMA / shared
-memory loop and record %smid, the rest exit. For M working blocks in grids of N >= M: the kernel's time (CUDA events,
-median of 9) and the most working blocks one SM got.
+memory loop and record %smid, the rest exit (or, session 44: the last M blocks; or the first ceil(M / SMs) blocks to
+arrive on each SM take the M items from a global counter until none is left, the others exit). For M working blocks in
+grids of N >= M: the kernel's time (CUDA events, median of 9) and the most working items one SM ran.
     python bench/dbg/dispatch.py [M,...] [ITERS]"""
 import statistics
 import sys
@@ -18,14 +19,7 @@ from tqgen.cuda_launch import Driver, KernelParams  # noqa: E402
 from tqgen.nvrtc import compile_cuda_any  # noqa: E402
 
 SRC = r"""
-extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int working, int iters, int stride,
-                                                          float* sink) {
-  __shared__ float buf[12000];  // 48 KB: 4 blocks an SM, as the decode's registers allow
-  const long long blk = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-  if (blk % stride != 0 || blk / stride >= working) return;
-  unsigned int sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  if (threadIdx.x == 0) smid_of[blk / stride] = (int)sm;
+__device__ __forceinline__ void body(int iters, float* buf, float* sink) {
   float a = threadIdx.x * 1e-3f, b = 1.0001f;
   for (int i = threadIdx.x; i < 12000; i += 128) buf[i] = i;
   __syncthreads();
@@ -36,6 +30,35 @@ extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int work
     a = fmaf(a, b, 0.125f);
   }
   if (a == 12345.f) sink[threadIdx.x] = a;
+  __syncthreads();
+}
+// mode 0: blocks 0, stride, 2·stride, ... work (the first M at stride 1); mode 1: the last M blocks work; mode 2: a
+// per-SM ticket: the first `quota` blocks to arrive on an SM take items from a global counter until none is left
+// (ctr[0]: the next item, ctr[2 + smid]: arrivals on that SM; zeroed before each launch), the others exit
+extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int working, int iters, int stride,
+                                                          float* sink, int mode, int* ctr, int quota) {
+  __shared__ float buf[12000];  // 48 KB: 4 blocks an SM, as the decode's registers allow
+  __shared__ int item_s;
+  const long long blk = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const long long n = (long long)gridDim.x * gridDim.y * gridDim.z;
+  unsigned int sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  if (mode == 2) {
+    if (threadIdx.x == 0) item_s = atomicAdd(&ctr[2 + sm], 1) < quota ? atomicAdd(&ctr[0], 1) : working;
+    __syncthreads();
+    for (int item = item_s; item < working;) {
+      if (threadIdx.x == 0) smid_of[item] = (int)sm;
+      body(iters, buf, sink);
+      if (threadIdx.x == 0) item_s = atomicAdd(&ctr[0], 1);
+      __syncthreads();
+      item = item_s;
+    }
+    return;
+  }
+  const long long w = mode == 1 ? blk - (n - working) : (blk % stride != 0 ? -1 : blk / stride);
+  if (w < 0 || w >= working) return;
+  if (threadIdx.x == 0) smid_of[w] = (int)sm;
+  body(iters, buf, sink);
 }
 """
 
@@ -49,26 +72,32 @@ assert r.ok, r.log
 drv = Driver.get("cuda")
 torch.zeros(1, device=dev)
 fn = drv.function(drv.load_module(r.output.read_bytes()), "work")
-params = KernelParams("PiiiP")
+params = KernelParams("PiiiPiPi")
+ctr = torch.zeros(2 + 1024, dtype=torch.int32, device=dev)
 sink = torch.zeros(128, device=dev)
 stream = torch.cuda.current_stream(dev).cuda_stream
 sms = torch.cuda.get_device_properties(dev).multi_processor_count
 print(torch.cuda.get_device_name(dev), sms, "SMs")
-print("| working M | grid N | stride | us | x grid M | SMs used | most a SM |\n|---|---|---|---|---|---|---|")
+print("| working M | grid N | working blocks | us | x grid M | SMs used | most a SM |\n|---|---|---|---|---|---|---|")
 for m in ms:
     base = None
-    for n, stride in ((m, 1), (2 * m, 1), (3 * m, 1), (4 * m, 1), (2 * m, 2), (3 * m, 3)):
+    quota = -(-m // sms)
+    for n, stride, mode in ((m, 1, 0), (2 * m, 1, 0), (4 * m, 1, 0), (2 * m, 2, 0), (2 * m, 1, 1), (4 * m, 1, 1),
+                            (m, 1, 2), (2 * m, 1, 2), (4 * m, 1, 2)):
         smid = torch.full((m,), -1, dtype=torch.int32, device=dev)
-        f = lambda: drv.launch(fn, (n, 1, 1), 128, params, (smid.data_ptr(), m, iters, stride, sink.data_ptr()),  # noqa: E731
-                               stream)
-        f()
+        f = lambda: drv.launch(fn, (n, 1, 1), 128, params, (smid.data_ptr(), m, iters, stride, sink.data_ptr(),  # noqa: E731
+                                                            mode, ctr.data_ptr(), quota), stream)
+        ctr.zero_(); f()
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         ts = []
         for _ in range(9):
+            ctr.zero_()
             ev[0].record(); f(); ev[1].record(); ev[1].synchronize()  # noqa: E702
             ts.append(ev[0].elapsed_time(ev[1]) * 1e3)
         t = statistics.median(ts)
         base = base or t
+        assert int((smid >= 0).sum()) == m, "a working item was not run"
         counts = torch.bincount(smid.long(), minlength=sms)
-        print(f"| {m} | {n} | {stride} | {t:.1f} | {t / base:.2f} | {int((counts > 0).sum())} | {int(counts.max())} |",
+        how = {0: f"first, stride {stride}", 1: "last", 2: f"per-SM ticket (quota {quota})"}[mode]
+        print(f"| {m} | {n} | {how} | {t:.1f} | {t / base:.2f} | {int((counts > 0).sum())} | {int(counts.max())} |",
               flush=True)
