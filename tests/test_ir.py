@@ -191,6 +191,27 @@ def test_unknown_target_lists_valid_names():
     assert [str(parse_target(t)) for t in TARGET_NAMES] == TARGET_NAMES
 
 
+@pytest.mark.parametrize("given, want", [("SOA", "soa"), ("so a", "soa"), (" aos", "aos")])
+def test_a_misspelt_token_names_the_close_value(given, want):
+    with pytest.raises(SpecError) as e:
+        Layout.parse(given, "layout")
+    assert f"did you mean {want!r}?" in str(e.value) and "invalid TurboQuant spec" in str(e.value)
+
+
+@pytest.mark.parametrize("given, want", [("sm_90", "sm90"), ("SM90", "sm90"), ("gfx94", "gfx942"), ("sm100", None),
+                                         ("gfx1100", None)])
+def test_an_unknown_target_suggests_only_a_misspelling(given, want):
+    """A close spelling is named; another GPU (Blackwell sm100, RDNA gfx1100) gets no look-alike suggested."""
+    with pytest.raises(SpecError) as e:
+        parse_target(given)
+    msg = str(e.value)
+    assert msg.startswith("unknown target") and f"target={given!r}" in msg
+    if want:
+        assert f"did you mean {want!r}?" in msg
+    else:
+        assert "did you mean" not in msg and "e.g. target='sm80'" in msg
+
+
 def test_target_format_check_returns_reasons():
     k8 = LayoutSpec.from_preset("k8v4")  # fp8_e4m3fn keys
     reasons = check_target(k8, "gfx90a")

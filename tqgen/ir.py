@@ -10,6 +10,7 @@ This module imports neither torch nor triton.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable
@@ -28,7 +29,11 @@ class _Token(str, Enum):
         for member in cls:
             if member.value == given:
                 return member
-        raise SpecError([Reason(field, given, [m.value for m in cls], f"use one of {', '.join(m.value for m in cls)}")])
+        values = [m.value for m in cls]
+        close = difflib.get_close_matches(str(given).strip().lower(), values, n=1, cutoff=0.75)  # a misspelling
+        hint = f"did you mean {close[0]!r}?" if close else f"pass one of them as written, e.g. {field}={values[0]!r}"
+        raise SpecError([Reason(field, given, values, hint)],
+                        "unknown target" if field == "target" else "invalid TurboQuant spec")
 
 
 class Layout(_Token):
