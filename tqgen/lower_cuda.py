@@ -261,8 +261,8 @@ __device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0,
   }
 }
 // the same with B in shared memory as lane l's (b0, b1) at bs[l] (the query fragments, TQ_QFRAG_SMEM): the pairs
-// of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round where shuffles of the caller's b0, b1
-// took four and a load
+// of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round (the lanes of one r read the same words,
+// rr depending on r and the trip only) where shuffles of the caller's b0, b1 took four and a load
 typedef const uint2* TqQRef;  // the row itself: each round reads the pairs it needs
 __device__ __forceinline__ TqQRef tq_qref(const uint2* row, int) { return row; }
 __device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, TqQRef bs, int lane) {
