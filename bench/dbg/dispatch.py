@@ -3,8 +3,9 @@ blocks does (debug, session 42). The balanced decode on equal lengths at one blo
 blocks past B x units exit; it ran 1.17-1.25x the classic grid's time on an H100 with the same loop and registers
 (bench/results/h100-2026-12-05-tune-gap.md). A stand-in kernel: 128 threads, __launch_bounds__(128, 4), 48 KB of
 static shared memory (4 blocks an SM, as SoA 3bit_nc's decode), the first M blocks of the grid run a fixed FMA / shared
-memory loop and record %smid, the rest exit (or, session 44: the last M blocks; or the first ceil(M / SMs) blocks to
-arrive on each SM take the M items from a global counter until none is left, the others exit). For M working blocks in
+memory loop and record %smid, the rest exit (or, session 44: the last M blocks; or a per-SM ticket: a block works if
+it is among the first ceil(M / SMs) to arrive on its SM or among the grid's last M arrivals, items in order, the
+counters reset by the last block to decide: the protocol a balanced decode would use). For M working blocks in
 grids of N >= M: the kernel's time (CUDA events, median of 9) and the most working items one SM ran.
     python bench/dbg/dispatch.py [M,...] [ITERS]"""
 import statistics
@@ -33,8 +34,9 @@ __device__ __forceinline__ void body(int iters, float* buf, float* sink) {
   __syncthreads();
 }
 // mode 0: blocks 0, stride, 2·stride, ... work (the first M at stride 1); mode 1: the last M blocks work; mode 2: a
-// per-SM ticket: the first `quota` blocks to arrive on an SM take items from a global counter until none is left
-// (ctr[0]: the next item, ctr[2 + smid]: arrivals on that SM; zeroed before each launch), the others exit
+// per-SM ticket, one item a block at most: a block takes an item (ctr[1], in order) if it is among the first `quota`
+// to arrive on its SM (ctr[8 + smid]) or among the grid's last M arrivals (ctr[0]: so a starved SM cannot lose an
+// item); an item past M exits. The last block to decide (ctr[2]) zeroes the counters for the next launch.
 extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int working, int iters, int stride,
                                                           float* sink, int mode, int* ctr, int quota) {
   __shared__ float buf[12000];  // 48 KB: 4 blocks an SM, as the decode's registers allow
@@ -44,15 +46,19 @@ extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int work
   unsigned int sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
   if (mode == 2) {
-    if (threadIdx.x == 0) item_s = atomicAdd(&ctr[2 + sm], 1) < quota ? atomicAdd(&ctr[0], 1) : working;
-    __syncthreads();
-    for (int item = item_s; item < working;) {
-      if (threadIdx.x == 0) smid_of[item] = (int)sm;
-      body(iters, buf, sink);
-      if (threadIdx.x == 0) item_s = atomicAdd(&ctr[0], 1);
-      __syncthreads();
-      item = item_s;
+    if (threadIdx.x == 0) {
+      const int arrival = atomicAdd(&ctr[0], 1), rank = atomicAdd(&ctr[8 + (sm & 1023)], 1);
+      item_s = (rank < quota || arrival >= n - working) ? atomicAdd(&ctr[1], 1) : working;
+      __threadfence();
+      if (atomicAdd(&ctr[2], 1) == n - 1) {  // every other block has decided: the counters are free
+        for (int i = 0; i < 8 + 1024; ++i) ctr[i] = 0;
+        __threadfence();
+      }
     }
+    __syncthreads();
+    if (item_s >= working) return;
+    if (threadIdx.x == 0) smid_of[item_s] = (int)sm;
+    body(iters, buf, sink);
     return;
   }
   const long long w = mode == 1 ? blk - (n - working) : (blk % stride != 0 ? -1 : blk / stride);
@@ -73,7 +79,7 @@ drv = Driver.get("cuda")
 torch.zeros(1, device=dev)
 fn = drv.function(drv.load_module(r.output.read_bytes()), "work")
 params = KernelParams("PiiiPiPi")
-ctr = torch.zeros(2 + 1024, dtype=torch.int32, device=dev)
+ctr = torch.zeros(8 + 1024, dtype=torch.int32, device=dev)  # zeroed once: mode 2 resets its own
 sink = torch.zeros(128, device=dev)
 stream = torch.cuda.current_stream(dev).cuda_stream
 sms = torch.cuda.get_device_properties(dev).multi_processor_count
@@ -87,16 +93,16 @@ for m in ms:
         smid = torch.full((m,), -1, dtype=torch.int32, device=dev)
         f = lambda: drv.launch(fn, (n, 1, 1), 128, params, (smid.data_ptr(), m, iters, stride, sink.data_ptr(),  # noqa: E731
                                                             mode, ctr.data_ptr(), quota), stream)
-        ctr.zero_(); f()
+        f()
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         ts = []
         for _ in range(9):
-            ctr.zero_()
             ev[0].record(); f(); ev[1].record(); ev[1].synchronize()  # noqa: E702
             ts.append(ev[0].elapsed_time(ev[1]) * 1e3)
         t = statistics.median(ts)
         base = base or t
         assert int((smid >= 0).sum()) == m, "a working item was not run"
+        assert int(ctr.abs().sum()) == 0, "the ticket's counters were not reset"
         counts = torch.bincount(smid.long(), minlength=sms)
         how = {0: f"first, stride {stride}", 1: "last", 2: f"per-SM ticket (quota {quota})"}[mode]
         print(f"| {m} | {n} | {how} | {t:.1f} | {t / base:.2f} | {int((counts > 0).sum())} | {int(counts.max())} |",
