@@ -32,8 +32,11 @@ class _Token(str, Enum):
         values = [m.value for m in cls]
         close = difflib.get_close_matches(str(given).strip().lower(), values, n=1, cutoff=0.75)  # a misspelling
         hint = f"did you mean {close[0]!r}?" if close else f"pass one of them as written, e.g. {field}={values[0]!r}"
-        raise SpecError([Reason(field, given, values, hint)],
-                        "unknown target" if field == "target" else "invalid TurboQuant spec")
+        raise SpecError([Reason(field, given, values, hint)], cls._unknown_title())
+
+    @classmethod
+    def _unknown_title(cls) -> str:  # the error's first line for a value of none of the members
+        return "invalid TurboQuant spec"
 
 
 class Layout(_Token):
@@ -100,6 +103,10 @@ class Target(_Token):
     GFX942 = "gfx942"
     GFX950 = "gfx950"
     CPU = "cpu"
+
+    @classmethod
+    def _unknown_title(cls) -> str:
+        return "unknown target"
 
     @property
     def info(self) -> TargetInfo:
