@@ -244,21 +244,29 @@ __device__ __forceinline__ void tq_mma_round(float* c, uint32_t a0, uint32_t a1,
 #define TQ_QUAD_ROT(x) TQ_SHFL((x), (lane & ~3) | ((lane + 1) & 3))
 #endif
 #define TQ_ROT_A(w) (w[0] = TQ_QUAD_ROT(w[0]), w[1] = TQ_QUAD_ROT(w[1]), w[2] = TQ_QUAD_ROT(w[2]), w[3] = TQ_QUAD_ROT(w[3]))
-template <bool BF16>
-__device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int lane) {
+// the four trips of one product, b_of(rr) giving round rr's B words (x0, x1, y0, y1: columns 2r and 2r + 1)
+template <bool BF16, class BOf>
+__device__ __forceinline__ void tq_mma_trips(float* c, const uint32_t* a, int lane, BOf b_of) {
   const int r = lane & 3;
   uint32_t w[4] = {a[0], a[1], a[2], a[3]};
-  tq_mma_round<BF16>(c, w[0], w[1], w[2], w[3], TQ_SHFL(b0, 8 * r + r), TQ_SHFL(b1, 8 * r + r),
-                     TQ_SHFL(b0, 8 * r + 4 + r), TQ_SHFL(b1, 8 * r + 4 + r));
+  uint4 b = b_of(r);
+  tq_mma_round<BF16>(c, w[0], w[1], w[2], w[3], b.x, b.y, b.z, b.w);
   // a rolled loop: unrolled, the compiler hoists every loop-invariant query shuffle and conversion
   // out of the tile loop and spills (gfx942: 512 VGPRs + 111 spilled vs 144 rolled)
 #pragma unroll 1
   for (int t = 1; t < 4; ++t) {
-    const int rr = (r + t) & 3;
     TQ_ROT_A(w);
-    tq_mma_round<BF16>(c, w[0], w[1], w[2], w[3], TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr),
-                       TQ_SHFL(b0, 8 * r + 4 + rr), TQ_SHFL(b1, 8 * r + 4 + rr));
+    b = b_of((r + t) & 3);
+    tq_mma_round<BF16>(c, w[0], w[1], w[2], w[3], b.x, b.y, b.z, b.w);
   }
+}
+template <bool BF16>
+__device__ __forceinline__ void tq_mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int lane) {
+  const int r = lane & 3;
+  tq_mma_trips<BF16>(c, a, lane, [&](int rr) {
+    return make_uint4(TQ_SHFL(b0, 8 * r + rr), TQ_SHFL(b1, 8 * r + rr), TQ_SHFL(b0, 8 * r + 4 + rr),
+                      TQ_SHFL(b1, 8 * r + 4 + rr));
+  });
 }
 // the same with B in shared memory as lane l's (b0, b1) at bs[l] (the query fragments, TQ_QFRAG_SMEM): the pairs
 // of lanes 8r + rr and 8r + 4 + rr read directly, two 8-byte loads a round (the lanes of one r read the same words,
@@ -267,18 +275,10 @@ typedef const uint2* TqQRef;  // the row itself: each round reads the pairs it n
 __device__ __forceinline__ TqQRef tq_qref(const uint2* row, int) { return row; }
 __device__ __forceinline__ void tq_mma_bs(float* c, const uint32_t* a, TqQRef bs, int lane) {
   const int r = lane & 3;
-  uint32_t w[4] = {a[0], a[1], a[2], a[3]};
-  {
-    const uint2 x = bs[8 * r + r], y = bs[8 * r + 4 + r];
-    tq_mma_round<false>(c, w[0], w[1], w[2], w[3], x.x, x.y, y.x, y.y);
-  }
-#pragma unroll 1
-  for (int t = 1; t < 4; ++t) {
-    const int rr = (r + t) & 3;
-    TQ_ROT_A(w);
+  tq_mma_trips<false>(c, a, lane, [&](int rr) {
     const uint2 x = bs[8 * r + rr], y = bs[8 * r + 4 + rr];
-    tq_mma_round<false>(c, w[0], w[1], w[2], w[3], x.x, x.y, y.x, y.y);
-  }
+    return make_uint4(x.x, x.y, y.x, y.y);
+  });
 }
 // a B operand shared by several products (P·V's Pᵀ, the same for every m-tile): the words of the four trips
 // shuffled once (16 shuffles a tile where tq_mma took 16 a product), in the rotated order (trip t: round (r + t) & 3),
