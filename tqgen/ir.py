@@ -10,7 +10,6 @@ This module imports neither torch nor triton.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable
@@ -29,6 +28,8 @@ class _Token(str, Enum):
         for member in cls:
             if member.value == given:
                 return member
+        import difflib  # the error path only
+
         values = [m.value for m in cls]
         close = difflib.get_close_matches(str(given).strip().lower(), values, n=1, cutoff=0.75)  # a misspelling
         hint = f"did you mean {close[0]!r}?" if close else f"pass one of them as written, e.g. {field}={values[0]!r}"
