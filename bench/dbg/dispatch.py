@@ -45,10 +45,32 @@ extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int work
   const long long n = (long long)gridDim.x * gridDim.y * gridDim.z;
   unsigned int sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  if (mode == 2) {
+  if (mode == 4) {  // mode 3's rule, no arrival counter or SC fences: the decision counted by an acq_rel add, and
+                    // the last block to decide resets the counters with all its threads
+    __shared__ int last_s;
+    if (threadIdx.x == 0) {
+      const int rank = atomicAdd(&ctr[8 + (sm & 1023)], 1);
+      const bool take = rank < quota || atomicAdd(&ctr[3], 1) >= n - working;
+      item_s = take ? atomicAdd(&ctr[1], 1) : working;
+      int done;
+      asm volatile("atom.add.acq_rel.gpu.s32 %0, [%1], 1;" : "=r"(done) : "l"(&ctr[2]) : "memory");
+      last_s = done == n - 1;
+    }
+    __syncthreads();
+    if (last_s)
+      for (int i = threadIdx.x; i < 8 + 1024; i += 128) ctr[i] = 0;
+    if (item_s >= working) return;
+    if (threadIdx.x == 0) smid_of[item_s] = (int)sm;
+    body(iters, buf, sink);
+    return;
+  }
+  if (mode >= 2) {
     if (threadIdx.x == 0) {
       const int arrival = atomicAdd(&ctr[0], 1), rank = atomicAdd(&ctr[8 + (sm & 1023)], 1);
-      item_s = (rank < quota || arrival >= n - working) ? atomicAdd(&ctr[1], 1) : working;
+      // mode 2: the last M arrivals must take one; mode 3: a block past its SM's quota skips while the grid's
+      // n - M skips last (ctr[3]), so at least M blocks take and every item runs.
+      const bool take = rank < quota || (mode == 2 ? arrival >= n - working : atomicAdd(&ctr[3], 1) >= n - working);
+      item_s = take ? atomicAdd(&ctr[1], 1) : working;
       __threadfence();
       if (atomicAdd(&ctr[2], 1) == n - 1) {  // every other block has decided: the counters are free
         for (int i = 0; i < 8 + 1024; ++i) ctr[i] = 0;
@@ -89,7 +111,8 @@ for m in ms:
     base = None
     quota = -(-m // sms)
     for n, stride, mode in ((m, 1, 0), (2 * m, 1, 0), (4 * m, 1, 0), (2 * m, 2, 0), (2 * m, 1, 1), (4 * m, 1, 1),
-                            (m, 1, 2), (2 * m, 1, 2), (4 * m, 1, 2)):
+                            (m, 1, 2), (2 * m, 1, 2), (4 * m, 1, 2), (m, 1, 3), (2 * m, 1, 3), (4 * m, 1, 3),
+                            (m, 1, 4), (2 * m, 1, 4), (4 * m, 1, 4)):
         smid = torch.full((m,), -1, dtype=torch.int32, device=dev)
         f = lambda: drv.launch(fn, (n, 1, 1), 128, params, (smid.data_ptr(), m, iters, stride, sink.data_ptr(),  # noqa: E731
                                                             mode, ctr.data_ptr(), quota), stream)
@@ -104,6 +127,7 @@ for m in ms:
         assert int((smid >= 0).sum()) == m, "a working item was not run"
         assert int(ctr.abs().sum()) == 0, "the ticket's counters were not reset"
         counts = torch.bincount(smid.long(), minlength=sms)
-        how = {0: f"first, stride {stride}", 1: "last", 2: f"per-SM ticket (quota {quota})"}[mode]
+        how = {0: f"first, stride {stride}", 1: "last", 2: f"per-SM ticket (quota {quota})", 3: f"per-SM ticket, skip budget (quota {quota})",
+               4: f"skip budget, acq_rel, no fence (quota {quota})"}[mode]
         print(f"| {m} | {n} | {how} | {t:.1f} | {t / base:.2f} | {int((counts > 0).sum())} | {int(counts.max())} |",
               flush=True)
