@@ -178,14 +178,15 @@ def test_balanced_decode_deals_splits_by_length(variant):
                                                   for name, g, counts in BALANCED_CASES], hk=hk)
 
 
-@pytest.mark.parametrize("sms", [3, 6])
+@pytest.mark.parametrize("sms", [3, 40])
 def test_balanced_ticket_where_quotas_bind(monkeypatch, sms):
     """The CUDA balanced decode's per-SM ticket (tq_bal_ticket) where its quotas bind: the simulator puts block i of a
-    grid on SM id i % 4 (TQSIM_SMS) and the launcher is told of ``sms`` SMs (the CPU's 1 lets every block take an item
-    by its quota). At 6, blocks past ceil(m / 6) on an SM id skip; at 3 the four ids' quotas hold more than the dealt
-    m blocks, but a narrow grid's ids get fewer arrivals than their quota and the grid's last blocks must take the
-    items left. Every item runs (the decode within DECODE_TOL of the reference, each sequence's plan as dealt) and the
-    counters are zero after each launch, with the grid's blocks in forward, reverse and shuffled order."""
+    grid on SM id i % 4 (TQSIM_SMS) and the launcher is told of ``sms`` SMs (the CPU's 1: one wave holds the launch
+    bound's few blocks, so the first m blocks to arrive take the items). At 40 the dealt blocks fit a wave and each SM
+    id's quota is ceil(m / 40): most blocks skip and the grid's last ones must take the items left; at 3 the larger
+    batches pass one wave (first come) and the smaller ones get quotas of m / 3 on 4 ids. Every item runs (the decode
+    within DECODE_TOL of the reference, each sequence's plan as dealt) and the counters are zero after each launch,
+    with the grid's blocks in forward, reverse and shuffled order."""
     monkeypatch.setattr("tqgen.cuda_launch.sm_count", lambda device: sms)
     variant = cc.BALANCED[0]
     kern = sim_runner().load(variant)

@@ -86,8 +86,9 @@ PARAMS = {
     # cache, block table, its row stride, seq_lens, k, v, hk, max_len, layout
     "dequant": KernelParams("PPqPPPiiL"),
 }
-# a balanced decode's: decode_split's, then its per-SM ticket's counters (TICKET_INTS int32, or null) and the SMs
-PARAMS["decode_split_bal"] = KernelParams("PPPqPPPiiifiLiPPi")
+# a balanced decode's: decode_split's, then its per-SM ticket's counters (TICKET_INTS int32, or null), the SMs and the
+# blocks one wave holds (SMs x the launch bound's blocks an SM)
+PARAMS["decode_split_bal"] = KernelParams("PPPqPPPiiifiLiPPii")
 #: ints of a balanced decode's ticket counters (the template's TQ_TICKET_INTS: 4 counters, then arrivals by SM id)
 TICKET_INTS = 4 + 256
 PARAMS["dequant_f32"] = PARAMS["dequant"]
@@ -563,7 +564,8 @@ class CudaKernels:
         args = (q.data_ptr(), cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), ws["acc"].data_ptr(),
                 ws["lse"].data_ptr(), hq, hk, splits, scale * LOG2E, window, *self._layout(hk), cap, _ptr(plan))
         if balanced:  # without a ticket buffer (a workspace made before it) the blocks take the grid's order
-            args += (_ptr(self._ticket(ws, cache.device)), sm_count(cache.device))
+            sms = sm_count(cache.device)
+            args += (_ptr(self._ticket(ws, cache.device)), sms, sms * self.variant.options.decode_min_blocks)
         self.driver.launch(self._fn(kernel, q.dtype), grid, 32 * self.variant.options.decode_warps, PARAMS[kernel],
                            args, stream, smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
