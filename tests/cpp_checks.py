@@ -345,8 +345,6 @@ def check_balanced_decode(run: Runner, variant, cases, hk: int = 2) -> None:
                         cap = balanced_cap(variant.options, run.sms, grid[1])
                         width = kern.balanced_grid_width(len(lens), hk, g, ns, dev, room=ws["acc"].shape[2])
                         assert wide or width == ns // step, label
-                        # the per-SM ticket's counters: zeroed by the launch's last block for the next one
-                        assert not ws["ticket"].any(), (label, ws["ticket"].nonzero().flatten().tolist())
                         deal = balanced_blocks(lens, window or 0, width, cap, uniform_blocks=ns // step)
                         plan, rows = ws["plan"][: len(lens)].tolist(), 0
                         for n, x, (row, nsplit) in zip(lens, deal, plan):

@@ -178,26 +178,6 @@ def test_balanced_decode_deals_splits_by_length(variant):
                                                   for name, g, counts in BALANCED_CASES], hk=hk)
 
 
-@pytest.mark.parametrize("sms", [3, 40])
-def test_balanced_ticket_where_quotas_bind(monkeypatch, sms):
-    """The CUDA balanced decode's per-SM ticket (tq_bal_ticket) where its quotas bind: the simulator puts block i of a
-    grid on SM id i % 4 (TQSIM_SMS) and the launcher is told of ``sms`` SMs (the CPU's 1: one wave holds the launch
-    bound's few blocks, so the first m blocks to arrive take the items). At 40 the dealt blocks fit a wave and each SM
-    id's quota is ceil(m / 40): most blocks skip and the grid's last ones must take the items left; at 3 the larger
-    batches pass one wave (first come) and the smaller ones get quotas of m / 3 on 4 ids. Every item runs (the decode
-    within DECODE_TOL of the reference, each sequence's plan as dealt) and the counters are zero after each launch,
-    with the grid's blocks in forward, reverse and shuffled order."""
-    monkeypatch.setattr("tqgen.cuda_launch.sm_count", lambda device: sms)
-    variant = cc.BALANCED[0]
-    kern = sim_runner().load(variant)
-    run = Runner(lambda _v: kern, torch.device("cpu"), lambda: 0, lambda: None, sms)
-    cases = [(balanced_lens(name, cc.SIM_BALANCED_SCALE), g, counts) for name, g, counts in BALANCED_CASES
-             if name in ("mixed", "equal3000", "one-long")]
-    for order, seed in SCHEDULES:
-        with kern.driver.schedule(order, seed):
-            check_balanced_decode(run, variant, cases)
-
-
 # the dequant's other kernels for AMD (its default, the rows kernel at one round, runs above): two rounds and the lane
 # kernel (dequant_rows=0); for CUDA the GPU tests' list (1, 2 and 4 rounds, AMD's options through the portable path)
 HIP_DEQUANT = [make_variant(v.spec, v.target, options=cuda_options(v.spec, v.target).with_changes([f"dequant_rows={r}"]))
@@ -312,9 +292,8 @@ def test_simulator_catches_a_wrong_kernel(mutation):
 # Other schedules than the default's (every thread runs until it blocks, in index order, then all resolve together):
 # each wavefront alone through its own shuffles, votes and warp collectives until a __syncthreads (as a GPU's warps run
 # ahead of each other), wavefronts and threads in reverse or shuffled order, shared memory poisoned (0xff) before every
-# block. A correct kernel's outputs do not depend on the schedule: bit-identical, since every sum runs in a fixed order
-# (the one kernel with atomics, the balanced decode's ticket, uses them to choose which block runs an item, and an
-# item's results do not depend on the block)
+# block. A correct kernel's outputs do not depend on the schedule: bit-identical, since no kernel has atomics and every
+# sum runs in a fixed order
 SCHEDULES = [("forward", 0), ("reverse", 0), ("shuffle", 7)]
 SCHEDULE_SHAPES = cc.SIM_SCHEDULE_SHAPES
 LANE_DEQUANT = make_variant(LayoutSpec.from_preset("3bit_nc", layout="aos"), "sm90", options=cuda_options(

@@ -86,11 +86,7 @@ PARAMS = {
     # cache, block table, its row stride, seq_lens, k, v, hk, max_len, layout
     "dequant": KernelParams("PPqPPPiiL"),
 }
-# a balanced decode's: decode_split's, then its per-SM ticket's counters (TICKET_INTS int32, or null), the SMs and the
-# blocks one wave holds (SMs x the launch bound's blocks an SM)
-PARAMS["decode_split_bal"] = KernelParams("PPPqPPPiiifiLiPPii")
-#: ints of a balanced decode's ticket counters (the template's TQ_TICKET_INTS: 4 counters, then arrivals by SM id)
-TICKET_INTS = 4 + 256
+PARAMS["decode_split_bal"] = PARAMS["decode_split"]
 PARAMS["dequant_f32"] = PARAMS["dequant"]
 
 
@@ -500,9 +496,6 @@ class CudaKernels:
         return {"acc": torch.empty(batch, num_q_heads, cols, d, dtype=torch.float32, device=device),
                 "lse": torch.empty(batch, num_q_heads, cols, dtype=torch.float32, device=device),
                 "plan": torch.empty(batch, 2, dtype=torch.int64, device=device),  # a balanced decode's rows a sequence
-                # its per-SM ticket (tq_bal_ticket): zero here, zeroed again by each launch's last block; one row, so
-                # that a batch's views ([:b]) keep all of it
-                "ticket": torch.zeros(1, TICKET_INTS, dtype=torch.int32, device=device),
                 "num_splits": num_splits}  # the equal-length count (acc may be wider: balanced_grid_width)
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
@@ -561,31 +554,16 @@ class CudaKernels:
                              f"{sorted(ws)}): make the workspace with workspace(batch, num_q_heads, num_splits, device) "
                              "or pass balanced=False")
         kernel = "decode_split_bal" if balanced else "decode_split"
-        args = (q.data_ptr(), cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), ws["acc"].data_ptr(),
-                ws["lse"].data_ptr(), hq, hk, splits, scale * LOG2E, window, *self._layout(hk), cap, _ptr(plan))
-        if balanced:  # without a ticket buffer (a workspace made before it) the blocks take the grid's order
-            sms = sm_count(cache.device)
-            args += (_ptr(self._ticket(ws, cache.device)), sms, sms * self.variant.options.decode_min_blocks)
-        self.driver.launch(self._fn(kernel, q.dtype), grid, 32 * self.variant.options.decode_warps, PARAMS[kernel],
-                           args, stream, smem=self.decode_smem)
+        self.driver.launch(self._fn(kernel, q.dtype), grid, 32 * self.variant.options.decode_warps, PARAMS[kernel], (
+            q.data_ptr(), cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), ws["acc"].data_ptr(),
+            ws["lse"].data_ptr(), hq, hk, splits, scale * LOG2E, window, *self._layout(hk), cap, _ptr(plan)),
+            stream, smem=self.decode_smem)
         sk = sinks.float().contiguous() if sinks is not None else None
         # a balanced merge: rows of up to the grid's splits (merge_kind), num_splits the equal-length count (the plan
         # on equal lengths, which the merge takes without reading it)
         self.merge(ws, sk, out, hq, splits, stream, kind=merge_kind(b * hq, grid[0] * step) if balanced else None,
                    plan=plan, seq_lens=sl, window=window, most=grid[0] * step if balanced else None)
         return out
-
-    @staticmethod
-    def _ticket(ws: dict, device) -> torch.Tensor | None:
-        """The workspace's ticket counters (``workspace``), checked: int32, contiguous, TICKET_INTS of them, on the
-        decode's device; None where the workspace has none."""
-        t = ws.get("ticket")
-        if t is not None and not (t.dtype == torch.int32 and t.is_contiguous() and t.numel() == TICKET_INTS
-                                  and t.device == torch.device(device)):
-            raise ValueError(f"the workspace's 'ticket' must be a contiguous int32 tensor of {TICKET_INTS} zeros on "
-                             f"{device}; got {t.dtype} {tuple(t.shape)} on {t.device}: make the workspace with "
-                             "workspace(batch, num_q_heads, num_splits, device) or drop the key")
-        return t
 
     def merge(self, ws: dict, sinks: torch.Tensor | None, out: torch.Tensor, hq: int, splits: int, stream: int,
               kind: str | None = None, plan: torch.Tensor | None = None, seq_lens: torch.Tensor | None = None,

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Session 45 (any H100 / H200): the balanced decode's per-SM ticket. The GPU tests of the balanced decode and the
-# CUDA-graph replay, then the ticket A/B (bench/dbg/ticket_ab.py: ticket / no ticket / classic in one run).
+# CUDA-graph replay, then the ticket A/B (bench/dbg/ticket_ab.py: ticket / no ticket / classic in one run). Ran at
+# 6acd7f5a; the ticket was reverted after it (bench/results/h100-2026-12-06-balanced-ticket.md).
 set -u
 export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
 mkdir -p /tmp/pp && ln -sfn "$PWD/runtime" /tmp/pp/tqgen_runtime

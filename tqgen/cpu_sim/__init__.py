@@ -111,8 +111,7 @@ def build_sim(v: Variant, wave: int | None = None, defines: tuple[str, ...] = ()
 
 # ------------------------------------------------------------------ CUDA sources: inline PTX as function calls
 _ASM = re.compile(r"\basm\b(\s+volatile\b)?\s*\(")
-_SREGS = {"ctaid.x": "blockIdx.x", "ctaid.y": "blockIdx.y", "ctaid.z": "blockIdx.z", "tid.x": "threadIdx.x",
-          "smid": "::tqsim::smid()"}  # cpu_sim/cuda_fp16.h: a block's SM by its index
+_SREGS = {"ctaid.x": "blockIdx.x", "ctaid.y": "blockIdx.y", "ctaid.z": "blockIdx.z", "tid.x": "threadIdx.x"}
 _DYN_SMEM = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?(\w+) (\w+)\[\];")
 
 

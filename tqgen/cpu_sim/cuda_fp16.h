@@ -28,21 +28,6 @@ inline int __float2int_rz(float x) {  // cvt.rzi.s32.f32: toward zero, saturatin
 #define __shfl_xor_sync(mask, v, m) ::tqsim::shfl_xor((v), (m), 32, __LINE__)
 #define __any_sync(mask, p) ::tqsim::vote_any((p), __LINE__)
 #define __syncwarp(...) ::tqsim::syncwarp(__LINE__)
-// Atomics and fences: a grid's blocks run one after another and a block's threads on one OS thread, so a
-// read-modify-write is atomic as written and memory is in program order.
-inline int atomicAdd(int* p, int v) { const int o = *p; *p = o + v; return o; }
-inline void __threadfence() {}
-// %smid: block (z·Y + y)·X + x of the grid sits on SM id (that index) % TQSIM_SMS, as a GPU deals a grid's first
-// wave round the SMs (a balanced decode's per-SM ticket counts arrivals by it)
-#ifndef TQSIM_SMS
-#define TQSIM_SMS 4
-#endif
-namespace tqsim {
-inline unsigned smid() {
-  const auto& b = g.block_idx;
-  return (unsigned)((((unsigned long long)b.z * g.grid.y + b.y) * g.grid.x + b.x) % TQSIM_SMS);
-}
-}  // namespace tqsim
 
 namespace tqsim {
 namespace ptx {
