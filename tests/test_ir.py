@@ -11,7 +11,7 @@ import pytest
 
 import tqgen
 from tqgen import KeyCodec, Layout, LayoutSpec, Rotation, SpecError, check_target, parse_target
-from tqgen.ir import PRESETS
+from tqgen.ir import PRESETS, resolve_preset
 
 PRESET_NAMES = ["k8v4", "4bit_nc", "k3v4_nc", "3bit_nc"]
 TARGET_NAMES = ["sm80", "sm86", "sm89", "sm90", "gfx90a", "gfx942", "gfx950", "cpu"]
@@ -210,6 +210,18 @@ def test_an_unknown_target_suggests_only_a_misspelling(given, want):
         assert f"did you mean {want!r}?" in msg
     else:
         assert "did you mean" not in msg and "e.g. target='sm80'" in msg
+
+
+@pytest.mark.parametrize("given, want", [("4bit", "4bit_nc"), ("turboquant_3bit", "3bit_nc"), ("k3v4", "k3v4_nc"),
+                                         ("K8", "k8v4"), ("4bit_c", "4bit_nc"), ("2bit", None), ("k", None)])
+def test_an_unknown_preset_names_the_one_it_shortens(given, want):
+    """A shortened preset name that begins exactly one preset, or a misspelling, is named with the prefix hint; a
+    name that begins several ('k': k8v4, k3v4_nc) or none gets the hint alone."""
+    with pytest.raises(SpecError) as e:
+        resolve_preset(given)
+    msg = str(e.value)
+    assert msg.startswith("unknown preset") and f"preset={given!r}" in msg and "prefix is optional" in msg
+    assert (f"did you mean {want!r}?" in msg) if want else ("did you mean" not in msg)
 
 
 def test_target_format_check_returns_reasons():

@@ -15,6 +15,19 @@ from enum import Enum
 from typing import Any, Iterable
 
 
+def _close_value(given: Any, values: list[str]) -> str | None:
+    """The one allowed value a wrong spelling most likely meant: the only one it begins (a shortened name: '4bit'
+    for '4bit_nc'), else a close misspelling (difflib, cutoff 0.75: 'sm_90', 'SOA'); None for none (another GPU)."""
+    import difflib  # the error path only
+
+    g = str(given).strip().lower()
+    starts = [v for v in values if g and v.startswith(g)]
+    if len(starts) == 1:
+        return starts[0]
+    close = difflib.get_close_matches(g, values, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 class _Token(str, Enum):
     """A string enum whose value is the one spelling used everywhere (CLI, files, logs)."""
 
@@ -28,11 +41,9 @@ class _Token(str, Enum):
         for member in cls:
             if member.value == given:
                 return member
-        import difflib  # the error path only
-
         values = [m.value for m in cls]
-        close = difflib.get_close_matches(str(given).strip().lower(), values, n=1, cutoff=0.75)  # a misspelling
-        hint = f"did you mean {close[0]!r}?" if close else f"pass one of them as written, e.g. {field}={values[0]!r}"
+        close = _close_value(given, values)
+        hint = f"did you mean {close!r}?" if close else f"pass one of them as written, e.g. {field}={values[0]!r}"
         raise SpecError([Reason(field, given, values, hint)], cls._unknown_title())
 
     @classmethod
@@ -199,10 +210,10 @@ PRESET_PREFIX = "turboquant_"
 def resolve_preset(name: str) -> Preset:
     key = name[len(PRESET_PREFIX):] if name.startswith(PRESET_PREFIX) else name
     if key not in PRESETS:
-        raise SpecError(
-            [Reason("preset", name, list(PRESETS), f"the '{PRESET_PREFIX}' prefix is optional")],
-            "unknown preset",
-        )
+        close = _close_value(key, list(PRESETS))
+        hint = f"the '{PRESET_PREFIX}' prefix is optional"
+        raise SpecError([Reason("preset", name, list(PRESETS), f"did you mean {close!r}? ({hint})" if close else hint)],
+                        "unknown preset")
     return PRESETS[key]
 
 
