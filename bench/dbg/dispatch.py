@@ -33,10 +33,10 @@ __device__ __forceinline__ void body(int iters, float* buf, float* sink) {
   if (a == 12345.f) sink[threadIdx.x] = a;
   __syncthreads();
 }
-// mode 0: blocks 0, stride, 2·stride, ... work (the first M at stride 1); mode 1: the last M blocks work; mode 2: a
-// per-SM ticket, one item a block at most: a block takes an item (ctr[1], in order) if it is among the first `quota`
-// to arrive on its SM (ctr[8 + smid]) or among the grid's last M arrivals (ctr[0]: so a starved SM cannot lose an
-// item); an item past M exits. The last block to decide (ctr[2]) zeroes the counters for the next launch.
+// mode 0: blocks 0, stride, 2·stride, ... work (the first M at stride 1); mode 1: the last M blocks work; modes 2-4:
+// a per-SM ticket, one item a block at most: a block takes an item (ctr[1], in order) if it is among the first `quota`
+// to arrive on its SM (ctr[8 + smid]), else by the mode's rule; an item past M exits. The last block to decide
+// (ctr[2]) zeroes the counters for the next launch.
 extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int working, int iters, int stride,
                                                           float* sink, int mode, int* ctr, int quota) {
   __shared__ float buf[12000];  // 48 KB: 4 blocks an SM, as the decode's registers allow
@@ -45,39 +45,27 @@ extern "C" __global__ void __launch_bounds__(128, 4) work(int* smid_of, int work
   const long long n = (long long)gridDim.x * gridDim.y * gridDim.z;
   unsigned int sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  if (mode == 4) {  // mode 3's rule, no arrival counter or SC fences: the decision counted by an acq_rel add, and
-                    // the last block to decide resets the counters with all its threads
+  if (mode >= 2) {  // a ticket: one item a block at most
     __shared__ int last_s;
     if (threadIdx.x == 0) {
-      const int rank = atomicAdd(&ctr[8 + (sm & 1023)], 1);
-      const bool take = rank < quota || atomicAdd(&ctr[3], 1) >= n - working;
+      // mode 2: the last M arrivals (ctr[0]) must take one; modes 3 and 4: a block past its SM's quota skips while
+      // the grid's n - M skips last (ctr[3]), so at least M blocks take and every item runs; mode 4 counts no
+      // arrivals and counts its decision by an acq_rel add instead of an SC fence and a relaxed one
+      const int arrival = mode == 4 ? 0 : atomicAdd(&ctr[0], 1), rank = atomicAdd(&ctr[8 + (sm & 1023)], 1);
+      const bool take = rank < quota || (mode == 2 ? arrival >= n - working : atomicAdd(&ctr[3], 1) >= n - working);
       item_s = take ? atomicAdd(&ctr[1], 1) : working;
       int done;
-      asm volatile("atom.add.acq_rel.gpu.s32 %0, [%1], 1;" : "=r"(done) : "l"(&ctr[2]) : "memory");
+      if (mode == 4) {
+        asm volatile("atom.add.acq_rel.gpu.s32 %0, [%1], 1;" : "=r"(done) : "l"(&ctr[2]) : "memory");
+      } else {
+        __threadfence();
+        done = atomicAdd(&ctr[2], 1);
+      }
       last_s = done == n - 1;
     }
     __syncthreads();
-    if (last_s)
+    if (last_s)  // every other block has decided: the counters are free
       for (int i = threadIdx.x; i < 8 + 1024; i += 128) ctr[i] = 0;
-    if (item_s >= working) return;
-    if (threadIdx.x == 0) smid_of[item_s] = (int)sm;
-    body(iters, buf, sink);
-    return;
-  }
-  if (mode >= 2) {
-    if (threadIdx.x == 0) {
-      const int arrival = atomicAdd(&ctr[0], 1), rank = atomicAdd(&ctr[8 + (sm & 1023)], 1);
-      // mode 2: the last M arrivals must take one; mode 3: a block past its SM's quota skips while the grid's
-      // n - M skips last (ctr[3]), so at least M blocks take and every item runs.
-      const bool take = rank < quota || (mode == 2 ? arrival >= n - working : atomicAdd(&ctr[3], 1) >= n - working);
-      item_s = take ? atomicAdd(&ctr[1], 1) : working;
-      __threadfence();
-      if (atomicAdd(&ctr[2], 1) == n - 1) {  // every other block has decided: the counters are free
-        for (int i = 0; i < 8 + 1024; ++i) ctr[i] = 0;
-        __threadfence();
-      }
-    }
-    __syncthreads();
     if (item_s >= working) return;
     if (threadIdx.x == 0) smid_of[item_s] = (int)sm;
     body(iters, buf, sink);

@@ -34,7 +34,7 @@ KERNEL = "tq_decode_split_bf16"
 TRIPS = int(os.environ.get("HIP_TILE_TRIPS", "3"))
 
 
-def loop_count(asm: str, fn: str = KERNEL, trips: int = 4) -> tuple[int, collections.Counter]:
+def loop_count(asm: str, fn: str = KERNEL, trips: int = TRIPS) -> tuple[int, collections.Counter]:
     """(instructions, per opcode) of ``fn``'s tile loop in an AMDGPU assembly listing (see the module docstring)."""
     lines = asm.splitlines()
     i0 = next(i for i, l in enumerate(lines) if l.startswith(fn + ":"))
@@ -83,7 +83,7 @@ def profile(arch: str, head_dim: int, layout: str, preset: str, out: Path) -> st
     if not (linked.ok and asm.ok):
         return f"{arch}\t{head_dim}\t{layout}\t{preset}\tcompile failed: {(linked.log + asm.log)[-300:]!r}"
     k = linked.kernels.get(KERNEL, {})
-    n, ops = loop_count(asm.output.read_text(), trips=TRIPS)
+    n, ops = loop_count(asm.output.read_text())
     top = ", ".join(f"{op} {c}" for op, c in ops.most_common(6))
     return f"{arch}\t{head_dim}\t{layout}\t{preset}\t{k.get('vgpr')}\t{k.get('spill')}\t{n}\t{top}"
 
