@@ -1533,23 +1533,21 @@ def render_markdown(meta: dict, rows: list[dict], targets: list[dict], plots: li
           f"PREFILL_DECODE_MAX_TOKENS = {meta['prefill_decode_max_tokens']}",
           f"- bf16 paged decode baseline: {meta.get('paged_bf16_decode')}",
           f"- memory limit: {meta['max_memory_GiB']:.1f} GiB (free at start {meta['free_memory_GiB']:.1f} GiB)", ""]
+    def baselines(title: str, lead: list[str], entries: list[dict], cells) -> None:  # a table of baseline timings
+        cols = lead + ["Hq", "Hk", "D", "median us", "GB/s", "% ceiling", "L2", "how"]
+        L.extend([f"## {title} (same run)", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)])
+        for e in entries:
+            L.append("| " + " | ".join(cells(e) + [str(e["Hq"]), str(e["Hk"]), str(e["D"]), _f(e.get("us")),
+                                                    _f(e.get("GBps"), ".0f"), _f(e.get("pct_ceiling")),
+                                                    _f(e.get("l2")), e.get("note", "")]) + " |")
+        L.append("")
+
     if meta.get("sdpa"):
-        L += ["## bf16 SDPA baselines (same run)", "",
-              "| op | B | L | new | Hq | Hk | D | median us | GB/s | % ceiling | L2 | how |", "|" + "---|" * 12]
-        for e in meta["sdpa"]:
-            L.append(f"| {e['op']} | {e['B']} | {e['L']} | {_f(e.get('N'))} | {e['Hq']} | {e['Hk']} | {e['D']} | "
-                     f"{_f(e.get('us'))} | {_f(e.get('GBps'), '.0f')} | {_f(e.get('pct_ceiling'))} | "
-                     f"{_f(e.get('l2'))} | "
-                     f"{e.get('note', '')} |")
-        L.append("")
+        baselines("bf16 SDPA baselines", ["op", "B", "L", "new"], meta["sdpa"],
+                  lambda e: [str(e["op"]), str(e["B"]), str(e["L"]), _f(e.get("N"))])
     if meta.get("paged"):
-        L += ["## bf16 paged decode baselines (same run)", "",
-              "| B | L | mix | Hq | Hk | D | median us | GB/s | % ceiling | L2 | how |", "|" + "---|" * 11]
-        for e in meta["paged"]:
-            L.append(f"| {e['B']} | {e['L']} | {'yes' if e.get('mix') else ''} | {e['Hq']} | {e['Hk']} | {e['D']} | "
-                     f"{_f(e.get('us'))} | {_f(e.get('GBps'), '.0f')} | {_f(e.get('pct_ceiling'))} | "
-                     f"{_f(e.get('l2'))} | {e.get('note', '')} |")
-        L.append("")
+        baselines("bf16 paged decode baselines", ["B", "L", "mix"], meta["paged"],
+                  lambda e: [str(e["B"]), str(e["L"]), "yes" if e.get("mix") else ""])
     if targets:
         npass = sum(t["result"] == "PASS" for t in targets)
         L += ["## Issue 6 targets", "", f"{npass} of {len(targets)} PASS (H200 targets; decode and store on "
