@@ -57,6 +57,9 @@ HIP_ROTATED_FP8 = [_cpp("k8v4", "soa", rotation="hadamard"), _cpp("k8v4", "aos",
                                                                  rotation_seed=5)]
 HIP_D64 = [_cpp(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_cpp("3bit_nc", "aos", 64)]
 SHAPES = cc.SIM_SHAPES
+HIP_NON_PRESET = [make_variant(LayoutSpec(**kw), "gfx942") for kw in (
+    dict(layout="aos", key_bits=2, value_bits=4), dict(layout="soa", key_bits=4, value_bits=8, fold_norm=True),
+    dict(layout="soa", key_bits=4, value_bits=3, head_dim=64, fold_norm=True))]
 
 
 _LOADED: dict = {}
@@ -131,6 +134,14 @@ def test_ucontext_fibers_match_the_asm_switch():
 @pytest.mark.parametrize("variant", DISTINCT + HIP_ROTATED_FP8 + HIP_D64 + cc.CUDA + cc.PORTABLE + cc.ROTATED_FP8
                          + cc.D64 + cc.GROUPED, ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
+    check_variant(sim_runner(), variant, SHAPES)
+
+
+@pytest.mark.parametrize("variant", cc.NON_PRESET + HIP_NON_PRESET, ids=lambda v: v.id)
+def test_non_preset_widths_match_reference(variant):
+    """Key / value widths no preset has, through the same checks: the options and value plans chosen by field
+    (tests/test_lower_cuda.py renders every width on every C++ target)."""
+    assert variant.spec.preset_name is None
     check_variant(sim_runner(), variant, SHAPES)
 
 

@@ -192,6 +192,33 @@ def test_dynamic_smem_sizes_and_reasons():
     # plan (placed first by ptxas) put them 32 bytes off a line, and the same loop ran 10-16 % slower
     assert "__shared__ __align__(128) uint32_t smem[SMEM_WORDS];" in render_cuda(make_variant(spec, "sm90", options=o))
 
+def test_every_eligible_width_renders_on_every_cpp_target():
+    """The per-spec overrides were measured on the presets; every other key / value width the IR allows and
+    cuda_reasons accepts lowers too (AoS 4-bit keys with 8-bit values at head_dim 128 took sm90's pair_prmt,
+    whose pipeline does not fit the table's holes at 3584-byte rows, and raised: cuda_options now keeps the plain
+    32-copy table there). The decodes' values: tests/test_cpu_sim.py::test_non_preset_widths_match_reference."""
+    import itertools
+
+    failed, rendered = [], {True: 0, False: 0}  # fp8 keys or not
+    for kb, vb, layout, d in itertools.product((2, 3, 4, 8), (2, 3, 4, 8), ("aos", "soa"), (64, 128)):
+        codec = dict(key_codec="fp8_e4m3fn", norm_correction=False) if kb == 8 else {}
+        spec = LayoutSpec(layout=layout, key_bits=kb, value_bits=vb, head_dim=d, **codec)
+        for t in (Target.SM80, Target.SM89, Target.SM90, Target.GFX90A, Target.GFX942, Target.GFX950):
+            if cuda_reasons(spec, t):
+                continue
+            try:
+                assert "tq_decode_split" in render_cuda(make_variant(spec, t))
+                rendered[kb == 8] += 1
+            except ValueError as e:
+                failed.append(f"{spec.token} on {t}: {e}")
+    assert not failed, "\n".join(failed)
+    assert rendered[False] == 3 * 4 * 2 * 2 * 6  # every Lloyd-Max width is eligible on all six targets
+    assert rendered[True] == 4 * 2 * 2 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
+    a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
+    assert not cuda_options(a48, Target.SM90).pair_prmt and cuda_options(a48, Target.SM90).pair_copies == 32
+    assert cuda_options(a48.replace(value_bits=4), Target.SM90).pair_prmt  # the preset keeps it
+
+
 def test_dyn_smem_override_leaves_kinds_without_a_pipeline_static(monkeypatch):
     """An override's dyn_smem places the line-load pipeline: the generic instance takes it, the portable
     instance (no line loads) keeps static shared memory instead of failing to lower; asked for explicitly

@@ -580,7 +580,9 @@ def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> Cud
     """The target's options with every matching per-spec override applied, in table order. An override's
     ``dyn_smem`` is a placement of the line-load pipeline: an instance of ``kind`` without one (the
     ``portable`` fragment path) keeps its static shared memory (an explicit ``CudaOptions(dyn_smem=True)``
-    passed to ``make_variant`` is still refused there, by ``decode_dynamic_smem``)."""
+    passed to ``make_variant`` is still refused there, by ``decode_dynamic_smem``). ``pair_prmt`` (measured on the
+    presets) is dropped where the spec's line-load rows do not fit the table's holes (AoS 4-bit keys with 8-bit
+    values at head_dim 128: 3584-byte rows), which keeps the plain 32-copy table."""
     opts = CUDA_OPTIONS.get(target, CudaOptions())
     for o in CUDA_OPTION_OVERRIDES:
         if o.applies(spec, target):
@@ -588,6 +590,11 @@ def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> Cud
     if opts.dyn_smem and not cuda_reasons(spec, target, kind) and (
             opts.stages < 2 or _line_loads(spec, platform_for(target, kind)) is None):
         opts = dataclasses.replace(opts, dyn_smem=False, pair_prmt=False)  # the table's holes are dynamic too
+    if opts.pair_prmt and not cuda_reasons(spec, target, kind):
+        try:  # the override was measured on the presets: a spec whose rows miss the holes keeps the plain table
+            decode_dynamic_smem(spec, target, kind, opts)
+        except ValueError:
+            opts = dataclasses.replace(opts, pair_prmt=False)
     return opts
 
 
@@ -1016,7 +1023,7 @@ def decode_dynamic_smem(spec: LayoutSpec, target: Target, kind: str, options: Cu
     group = line_group(spec, options)
     lines = _line_loads(spec, platform, group)
     if lines is None:
-        raise ValueError(f"dyn_smem: {spec.preset_name or spec} on {target} has no line-load pipeline to place; "
+        raise ValueError(f"dyn_smem: {spec.token} on {target} has no line-load pipeline to place; "
                          "use the static layout (dyn_smem=False)")
     lw = 16 * lines["ncp"] * 4 + 8 * lines["nmeta"] * group  # one stage's rows and runs (a warp's; a head group's: the block's)
     qheads = options.decode_warps if options.head_groups else 1  # query octets in shared memory
@@ -1037,7 +1044,7 @@ def _pair_holes_smem(spec: LayoutSpec, target: Target, lines: dict, options: Cud
     entry's first 128 bytes and the line-load pipeline in the other 128 (256 pieces of 128 bytes: a warp's rows of a
     stage, ``row_bytes``, must be whole pieces, so that warp and stage offsets double under the mapping; the kernel
     static_asserts the same)."""
-    what = f"pair_prmt: {spec.preset_name or spec} on {target}"
+    what = f"pair_prmt: {spec.token} on {target}"
     if kbits != 4 or copies != 32:
         raise ValueError(f"{what}: needs 4-bit Lloyd-Max keys and a pair table of 32 copies (one a lane: the lane's "
                          f"offset fills the permuted address's low byte); got {kbits or 'fp8'}-bit keys and "
