@@ -126,6 +126,30 @@ def test_invalid_spec_flags_report_every_reason(capsys):
     assert "rotation='orthogonal'" in capsys.readouterr().err  # the hint for non-power-of-two head_dim
 
 
+
+def test_width_flags_override_the_preset(capsys, tmp_path):
+    """--key-bits / --value-bits / --(no-)norm-correction: any width the IR allows, from a preset's base. 2-bit keys,
+    2-bit values at D=128: K 128·2/8 = 32 bytes, V 32, three fp16 fields -> a 70-byte AoS slot (no padding: fp16
+    fields need 2-byte alignment); SoA folds the norm by default whenever norm correction is on."""
+    assert main(["show", "--preset", "4bit_nc", "--key-bits", "2", "--value-bits", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("aos-k2nc-v2-hadamard-d128-b16: slot 70 bytes")
+    assert _rows(out)["k_data"][4] == "32" and _rows(out)["v_data"][4] == "32"
+    assert main(["show", "--preset", "3bit_nc", "--layout", "soa", "--no-norm-correction"]) == 0
+    assert capsys.readouterr().out.startswith("soa-k3-v3-hadamard-d128-b16:")  # no nc, so nothing to fold
+    assert main(["show", "--preset", "k8v4", "--key-codec", "lloyd_max", "--key-bits", "3", "--norm-correction"]) == 0
+    assert capsys.readouterr().out.startswith("aos-k3nc-v4-hadamard-d128-b16: slot 118 bytes")  # = k3v4_nc
+    assert main(["build", "--preset", "4bit_nc", "--value-bits", "8", "--target", "sm90", "--out", str(tmp_path)]) == 0
+    built = sorted(p.name.rsplit("-", 1)[0] for p in tmp_path.glob("sm90/*/*"))
+    assert built == ["cuda-sm90-generic-aos-k4nc-v8-hadamard-d128-b16", "triton-sm90-generic-aos-k4nc-v8-hadamard-d128-b16"]
+    capsys.readouterr()
+    # out of range, and a width the key codec cannot have: what was given, what is allowed, what to pass
+    assert main(["show", "--preset", "4bit_nc", "--value-bits", "5", "--key-bits", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "value_bits=5" in err and "2, 3, 4, 8" in err and "key_bits=1" in err and "--key-bits 3" in err
+    assert main(["show", "--preset", "k8v4", "--key-bits", "3"]) == 2
+    assert "--key-codec lloyd_max" in capsys.readouterr().err
+
 def _console_script() -> str:
     """The installed `tqgen` entry point of this interpreter's environment (the venv's in CI)."""
     here = Path(sysconfig.get_path("scripts")) / "tqgen"

@@ -7,7 +7,8 @@ import sys
 from typing import Callable
 
 from .ir import (
-    PRESETS, BLOCK_SIZES, KeyCodec, Layout, LayoutSpec, Rotation, SpecError, Target, check_target, parse_target,
+    LLOYD_MAX_BITS, PRESETS, BLOCK_SIZES, VALUE_BITS, KeyCodec, Layout, LayoutSpec, Rotation, SpecError, Target,
+    check_target, parse_target,
 )
 from .layout import derive_layout
 
@@ -33,13 +34,20 @@ def add_spec_args(p: argparse.ArgumentParser, *, preset_required: bool = True) -
     g.add_argument("--key-codec", default=None, help=f"override: {', '.join(c.value for c in KeyCodec)}")
     g.add_argument("--rotation", default=None, help=f"override: {', '.join(r.value for r in Rotation)}")
     g.add_argument("--rotation-seed", type=int, default=None)
+    g.add_argument("--key-bits", type=int, default=None,
+                   help=f"override: Lloyd-Max key code bits, one of {', '.join(map(str, LLOYD_MAX_BITS))}")
+    g.add_argument("--value-bits", type=int, default=None,
+                   help=f"override: value code bits, one of {', '.join(map(str, VALUE_BITS))}")
+    g.add_argument("--norm-correction", dest="norm_correction", action="store_true", default=None,
+                   help="override: rescale each key's centroids to unit norm (the *_nc presets)")
+    g.add_argument("--no-norm-correction", dest="norm_correction", action="store_false")
     g.add_argument("--fold", dest="fold_norm", action="store_true", default=None, help="fold 1/‖c[idx]‖ into the norm")
     g.add_argument("--no-fold", dest="fold_norm", action="store_false")
 
 
 def spec_from_args(a: argparse.Namespace, target: Target | None = None) -> LayoutSpec:
     over = {}
-    for name in ("rotation", "rotation_seed", "fold_norm"):
+    for name in ("rotation", "rotation_seed", "fold_norm", "key_bits", "value_bits", "norm_correction"):
         if getattr(a, name, None) is not None:
             over[name] = getattr(a, name)
     if getattr(a, "key_codec", None):

@@ -260,13 +260,16 @@ class LayoutSpec:
         if self.key_codec is KeyCodec.LLOYD_MAX:
             if self.key_bits not in LLOYD_MAX_BITS:
                 r.append(Reason("key_bits", self.key_bits, list(LLOYD_MAX_BITS),
-                                "lloyd_max keys use 2-4 bit codes; for 8-bit keys pick an fp8 key_codec"))
+                                "lloyd_max keys use 2-4 bit codes (key_bits=3, --key-bits 3); for 8-bit keys pick "
+                                "an fp8 key_codec"))
             if self.rotation is Rotation.NONE:
                 r.append(Reason("rotation", "none", ["hadamard", "rht", "orthogonal"],
                                 "lloyd_max keys must be rotated (the codebook assumes N(0, 1/D) coordinates)"))
         elif isinstance(self.key_codec, KeyCodec):  # an unparsable codec is already a reason
             if self.key_bits != 8:
-                r.append(Reason("key_bits", self.key_bits, [8], f"{self.key_codec} keys are one byte each"))
+                r.append(Reason("key_bits", self.key_bits, [8], f"{self.key_codec} keys are one byte each"
+                                + (f"; {self.key_bits}-bit keys are Lloyd-Max codes: key_codec='lloyd_max' "
+                                   "(--key-codec lloyd_max)" if self.key_bits in LLOYD_MAX_BITS else "")))
             if self.norm_correction:
                 r.append(Reason("norm_correction", True, [False], "fp8 keys store no norm; use norm_correction=False"))
             if self.fold_norm:
