@@ -48,6 +48,12 @@ NON_PRESET = [make_variant(LayoutSpec(**kw), "sm90") for kw in (
     dict(layout="aos", key_bits=3, value_bits=2, head_dim=64),
     dict(layout="soa", key_codec="fp8_e4m3fn", key_bits=8, value_bits=2, norm_correction=False))]
 
+# pages of 32, 64 and 128 tokens (the default matrix builds 16): a tile is 16 tokens of one block, the block table
+# read once a tile; AoS and SoA, head_dim 128 and 64
+BLOCKS = [make_variant(LayoutSpec.from_preset(p, layout=lay, block_size=bs, head_dim=d), "sm90")
+          for p, lay, bs, d in (("4bit_nc", "aos", 32, 128), ("3bit_nc", "soa", 64, 128), ("k8v4", "aos", 128, 128),
+                                ("4bit_nc", "soa", 128, 64))]
+
 def sm90_variants(*cases) -> list:
     """sm90 variants of (preset, layout, head_dim) cases."""
     return [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90") for p, lay, d in cases]

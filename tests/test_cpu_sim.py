@@ -57,6 +57,7 @@ HIP_ROTATED_FP8 = [_cpp("k8v4", "soa", rotation="hadamard"), _cpp("k8v4", "aos",
                                                                  rotation_seed=5)]
 HIP_D64 = [_cpp(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_cpp("3bit_nc", "aos", 64)]
 SHAPES = cc.SIM_SHAPES
+HIP_BLOCKS = [_cpp("k8v4", "soa", block_size=32), _cpp("k3v4_nc", "aos", 64, block_size=64)]
 HIP_NON_PRESET = [make_variant(LayoutSpec(**kw), "gfx942") for kw in (
     dict(layout="aos", key_bits=2, value_bits=4), dict(layout="soa", key_bits=4, value_bits=8, fold_norm=True),
     dict(layout="soa", key_bits=4, value_bits=3, head_dim=64, fold_norm=True))]
@@ -142,6 +143,13 @@ def test_non_preset_widths_match_reference(variant):
     """Key / value widths no preset has, through the same checks: the options and value plans chosen by field
     (tests/test_lower_cuda.py renders every width on every C++ target)."""
     assert variant.spec.preset_name is None
+    check_variant(sim_runner(), variant, SHAPES)
+
+
+@pytest.mark.parametrize("variant", cc.BLOCKS + HIP_BLOCKS, ids=lambda v: v.id)
+def test_block_sizes_match_reference(variant):
+    """Pages of 32-128 tokens (the default matrix's are 16): the same checks."""
+    assert variant.spec.block_size > 16
     check_variant(sim_runner(), variant, SHAPES)
 
 

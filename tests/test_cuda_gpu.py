@@ -12,8 +12,8 @@ Run on the H200: ``python -m pytest -q -m gpu tests/test_cuda_gpu.py``.
 import pytest
 import torch
 
-from cpp_checks import (BALANCED, BALANCED_CASES, CUDA, D64, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET, PAST_64,
-                        PORTABLE, ROTATED_FP8, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
+from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
+                        PAST_64, PORTABLE, ROTATED_FP8, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
                         check_decode_past_64_splits, check_dequant, check_merge_kernels, check_moving_maximum,
                         check_store_special_values, check_unwritten_slots, check_variant, cuda_runner)
 from tqgen import LayoutSpec
@@ -31,7 +31,8 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("variant", CUDA + PORTABLE + ROTATED_FP8 + D64 + GROUPED + NON_PRESET, ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", CUDA + PORTABLE + ROTATED_FP8 + D64 + GROUPED + NON_PRESET + BLOCKS,
+                         ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     """cpp_checks.check_variant: store bytes, decode (with sinks + window) against the reference and the Triton
     decode, dequant in three dtypes."""
