@@ -20,12 +20,28 @@ def test_runtime_matches_reference(preset, layout):
         triton = k == "store" and preset == "k8v4" and layout == "aos"
         assert v.startswith("triton-sm90-generic" if triton else "cuda-sm90-generic"), v
     assert kv.rejected == [] and kv.balanced_decode  # the C++ decode: length-balanced splits by default from B=2
+    _store_and_decode(kv)
+
+
+def _store_and_decode(kv):
     case = Case(kv.spec, [4099, 0, 700, 1], 8, 4, seed=1).build("cuda")
     cache = kv.allocate(case["num_blocks"])
     kv.store(case["key"], case["value"], cache, case["slot_mapping"])
     out = kv.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"])
     exp = ref.decode(kv.spec, case["query"], cache, case["block_table"], case["seq_lens"], sinks=case["sinks"])
     assert rel_err(out, exp) <= DECODE_TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("overrides", [dict(layout="aos", value_bits=8), dict(layout="soa", key_bits=2, value_bits=2)],
+                         ids=["aos-k4-v8", "soa-k2-v2"])
+def test_runtime_serves_non_preset_widths_with_cuda(overrides):
+    """Widths no preset has take the C++ kernels too (AoS 4-bit keys with 8-bit values failed to build until session
+    46 and fell back to Triton, a rejection kept in kv.rejected)."""
+    kv = tqr.load("4bit_nc", num_kv_heads=8, num_q_heads=32, device="cuda", **overrides)
+    assert kv.spec.preset_name is None
+    assert all(v.startswith("cuda-sm90-generic") for v in kv.variants.values()), kv.variants
+    assert kv.rejected == []
+    _store_and_decode(kv)
 
 
 @pytest.mark.parametrize("preset", ["k8v4", "4bit_nc", "3bit_nc"])
