@@ -41,12 +41,15 @@ GROUPED = [make_variant(s, "sm90", options=cuda_options(s, Target.SM90).with_cha
 
 
 # widths no preset has (the per-spec options were measured on the presets, cuda_options applies them by field): 2-bit
-# keys, 2- / 3- / 8-bit values, fp8 keys with 2-bit values; AoS 4-bit keys with 8-bit values keep sm90's plain pair
-# table (pair_prmt's holes do not fit their rows). NVIDIA ones here, the simulator adds AMD ones
+# keys, 2- / 3- / 8-bit values, fp8 keys with 2-bit values; 8-bit values at head_dim 128 and SoA 4-bit keys with 3-bit
+# values at 64 take their own launch bounds (lower_cuda's overrides: the presets' spilled or overran shared memory).
+# NVIDIA ones here, the simulator adds AMD ones
 NON_PRESET = [make_variant(LayoutSpec(**kw), "sm90") for kw in (
     dict(layout="aos", key_bits=4, value_bits=8), dict(layout="soa", key_bits=2, value_bits=2, fold_norm=True),
     dict(layout="aos", key_bits=3, value_bits=2, head_dim=64),
-    dict(layout="soa", key_codec="fp8_e4m3fn", key_bits=8, value_bits=2, norm_correction=False))]
+    dict(layout="soa", key_codec="fp8_e4m3fn", key_bits=8, value_bits=2, norm_correction=False),
+    dict(layout="soa", key_bits=3, value_bits=8, fold_norm=True), dict(layout="soa", key_bits=4, value_bits=3, head_dim=64,
+                                                                       fold_norm=True))]
 
 # pages of 32, 64 and 128 tokens (the default matrix builds 16): a tile is 16 tokens of one block, the block table
 # read once a tile; AoS and SoA, head_dim 128 and 64

@@ -244,6 +244,54 @@ def test_head_dim_64_compiles_without_spills(case, d64_results):
     assert not over, over
 
 
+
+def _width_spec(layout: str, kb: int, vb: int, d: int):
+    from tqgen import LayoutSpec
+    fp8 = dict(key_codec="fp8_e4m3fn", norm_correction=False) if kb == 8 else dict(fold_norm=layout == "soa")
+    return LayoutSpec(layout=layout, key_bits=kb, value_bits=vb, head_dim=d, **fp8)
+
+
+# widths no preset has, where the presets' per-spec options (matched by field) once failed to compile or spilled on
+# sm90: 8-bit values at head_dim 128 (4-28 bytes spilled; SoA 3-/4-bit keys past 48 KB of static shared memory),
+# SoA 4-bit keys with 3- / 8-bit values at head_dim 64 (36-56 bytes at the 4bit_nc bound of 80 registers); a 2-bit
+# pair and two AMD instances beside them. bench/dbg/width_sweep.py compiles every width on any target.
+WIDTH_CASES = [("aos", 4, 8, 128, "sm90"), ("soa", 4, 8, 128, "sm90"), ("soa", 3, 8, 128, "sm90"),
+               ("aos", 8, 8, 128, "sm90"), ("soa", 4, 3, 64, "sm90"), ("soa", 4, 8, 64, "sm90"),
+               ("soa", 2, 2, 128, "sm90"), ("aos", 2, 4, 128, "gfx942"), ("soa", 4, 8, 128, "gfx90a")]
+
+
+@pytest.fixture(scope="module")
+def width_results(tmp_path_factory):
+    from tqgen.lower_cuda import make_variant, render_cuda
+
+    out = tmp_path_factory.mktemp("widths")
+
+    def one(case):
+        v = make_variant(_width_spec(*case[:4]), case[4])
+        d = out / "-".join(map(str, case))
+        d.mkdir()
+        src = d / ("kernel.cu" if case[4].startswith("sm") else "kernel.hip")
+        src.write_text(render_cuda(v))
+        return compile_cuda(src, case[4], d) if case[4].startswith("sm") else compile_hip(src, case[4], d)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            return dict(zip(WIDTH_CASES, pool.map(one, WIDTH_CASES)))
+    except ToolchainMissing as err:
+        toolchain.missing(f"the C++ toolchain ({err})")
+
+
+@pytest.mark.parametrize("case", WIDTH_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_non_preset_widths_compile_without_spills(case, width_results):
+    """The C++ instances of widths no preset has compile at their options' launch bounds, warnings as errors, with no
+    spills and no stack frame (the runtime builds them on demand; a failed build falls back to Triton)."""
+    r = width_results[case]
+    assert r.ok, r.log[-3000:]
+    if case[4].startswith("sm"):
+        assert r.measured and r.spills == 0 and r.stack == 0, r.kernels
+    elif r.measured:
+        assert r.spills == 0 and all(not k["dynamic_stack"] for k in r.kernels.values()), r.kernels
+
 def test_decode_sass_per_tile_matches_snapshot(results, d64_results):
     """Every default sm90 decode's SASS instructions per 16-token tile (tqgen.sass) equal the committed
     snapshot tests/data/sass_tile_sm90.json, exactly (the same nvcc gives the same SASS): a kernel change

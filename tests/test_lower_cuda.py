@@ -215,8 +215,23 @@ def test_every_eligible_width_renders_on_every_cpp_target():
     assert rendered[False] == 3 * 4 * 2 * 2 * 6  # every Lloyd-Max width is eligible on all six targets
     assert rendered[True] == 4 * 2 * 2 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
     a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
-    assert not cuda_options(a48, Target.SM90).pair_prmt and cuda_options(a48, Target.SM90).pair_copies == 32
+    o = cuda_options(a48, Target.SM90)
+    assert (o.decode_warps, o.decode_min_blocks) == (2, 4) and o.pair_prmt  # 8-bit values' bound: 2 warps' rows fit
     assert cuda_options(a48.replace(value_bits=4), Target.SM90).pair_prmt  # the preset keeps it
+
+
+def test_pair_prmt_is_dropped_where_the_rows_miss_its_holes(monkeypatch):
+    """Without the 8-bit values' override, AoS 4-bit keys with 8-bit values at head_dim 128 keep the presets' 4 warps:
+    3 stages x 4 warps x 3584-byte rows do not fit pair_prmt's 256 holes of 128 bytes, and cuda_options keeps the
+    plain 32-copy table (before session 46, make_variant raised and the runtime fell back to Triton)."""
+    import tqgen.lower_cuda as lc
+
+    monkeypatch.setattr(lc, "CUDA_OPTION_OVERRIDES",
+                        tuple(x for x in lc.CUDA_OPTION_OVERRIDES if ("value_bits", 8) not in x.match))
+    a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
+    o = lc.cuda_options(a48, Target.SM90)
+    assert o.decode_warps == 4 and not o.pair_prmt and o.dyn_smem and o.pair_copies == 32
+    assert "tq_decode_split" in render_cuda(make_variant(a48, "sm90"))
 
 
 def test_dyn_smem_override_leaves_kinds_without_a_pipeline_static(monkeypatch):

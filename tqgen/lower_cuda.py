@@ -523,7 +523,8 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "us (1.88 -> 2.00); B=1 L=4K 17.9 -> 22 us (each warp prepares its own head's queries), 18.6 with "
                    "the real-queries prologue (-ab28-prologue-real-queries.md). Groups of 4 or 8 heads (a block barrier of 4-8 warps a "
                    "tile) and the 3-/4-bit-key AoS decodes: slower (bench/results/h200-2026-12-02-ab27-head-group-rows.md)"),
-    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("head_dim", 64)),
+    OptionOverride(Target.SM90, (("layout", "soa"), ("key_codec", "lloyd_max"), ("key_bits", 4), ("value_bits", 4),
+                                 ("head_dim", 64)),
                    (("decode_min_blocks", 6),),
                    "4-bit keys, SoA, head_dim 64: 96 registers at 4 blocks of 4 warps, 80 (no spills) at 6: 24 warps "
                    "per SM; tqgen bench same run, B=32 L=32K Hq 9 Hk 3: 96.0 / 96.9 vs 104.2 / 103.5 us, 50 -> 54 % "
@@ -573,6 +574,11 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "permute and multiply-add before), the line-load pipeline in the entries' upper halves: 410 -> 379 "
                    "SASS instructions a tile at head_dim 128, 276 -> 260 at 64, the same registers and 3 blocks an SM "
                    "(tests/data/sass_tile_sm90.json)"),
+    OptionOverride(Target.SM90, (("value_bits", 8), ("head_dim", 128)), (("decode_warps", 2), ("decode_min_blocks", 4)),
+                   "8-bit values at head_dim 128 (no preset has them; untuned): the presets' launch bounds spilled 4-28 "
+                   "bytes a decode kernel (168 / 128 registers) and SoA 3-/4-bit keys' 4-warp pipeline overran the "
+                   "48 KB of static shared memory; 2 warps a block at 4 blocks (256 registers) compile with 164-246 "
+                   "and no spills for every key codec and layout (tests/test_generated_cpp.py, session 46)"),
 )
 
 
