@@ -587,8 +587,9 @@ def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> Cud
     ``dyn_smem`` is a placement of the line-load pipeline: an instance of ``kind`` without one (the
     ``portable`` fragment path) keeps its static shared memory (an explicit ``CudaOptions(dyn_smem=True)``
     passed to ``make_variant`` is still refused there, by ``decode_dynamic_smem``). ``pair_prmt`` (measured on the
-    presets) is dropped where the spec's line-load rows do not fit the table's holes (AoS 4-bit keys with 8-bit
-    values at head_dim 128: 3584-byte rows), which keeps the plain 32-copy table."""
+    presets) is dropped where the spec's line-load rows do not fit the table's holes, which keeps the plain 32-copy
+    table (AoS 4-bit keys with 8-bit values at head_dim 128 raised under the presets' 4 warps of 3584-byte rows; their
+    own override now takes 2 warps, which fit: tests/test_lower_cuda.py removes it to exercise this)."""
     opts = CUDA_OPTIONS.get(target, CudaOptions())
     for o in CUDA_OPTION_OVERRIDES:
         if o.applies(spec, target):
