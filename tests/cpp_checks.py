@@ -15,7 +15,7 @@ from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen.ir import Backend, Target
 from tqgen.lower_cuda import cuda_options, make_variant
-from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err, special_store_diff
+from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err, special_store_diff, width_spec
 
 # ------------------------------------------------------------------ the CUDA variants the checks run on
 CUDA = [v for v in default_matrix()[0] if v.backend is Backend.CUDA]
@@ -44,12 +44,10 @@ GROUPED = [make_variant(s, "sm90", options=cuda_options(s, Target.SM90).with_cha
 # keys, 2- / 3- / 8-bit values, fp8 keys with 2-bit values; 8-bit values at head_dim 128 and SoA 4-bit keys with 3-bit
 # values at 64 take their own launch bounds (lower_cuda's overrides: the presets' spilled or overran shared memory).
 # NVIDIA ones here, the simulator adds AMD ones
-NON_PRESET = [make_variant(LayoutSpec(**kw), "sm90") for kw in (
-    dict(layout="aos", key_bits=4, value_bits=8), dict(layout="soa", key_bits=2, value_bits=2, fold_norm=True),
-    dict(layout="aos", key_bits=3, value_bits=2, head_dim=64),
-    dict(layout="soa", key_codec="fp8_e4m3fn", key_bits=8, value_bits=2, norm_correction=False),
-    dict(layout="soa", key_bits=3, value_bits=8, fold_norm=True), dict(layout="soa", key_bits=4, value_bits=3, head_dim=64,
-                                                                       fold_norm=True))]
+# (layout, key bits, value bits, head_dim) for tqgen.testing.width_spec; tests/test_triton_gpu.py runs the first five
+NON_PRESET_WIDTHS = (("aos", 4, 8, 128), ("soa", 2, 2, 128), ("aos", 3, 2, 64), ("soa", 8, 2, 128), ("soa", 3, 8, 128),
+                     ("soa", 4, 3, 64))
+NON_PRESET = [make_variant(width_spec(*w), "sm90") for w in NON_PRESET_WIDTHS]
 
 # pages of 32, 64 and 128 tokens (the default matrix builds 16): a tile is 16 tokens of one block, the block table
 # read once a tile; AoS and SoA, head_dim 128 and 64

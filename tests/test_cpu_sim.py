@@ -20,6 +20,7 @@ from tqgen import LayoutSpec, cpu_sim
 from tqgen.build import default_matrix
 from tqgen.ir import Backend, Target, Vendor
 from tqgen.lower_cuda import cuda_options, make_variant
+from tqgen.testing import width_spec
 
 try:
     cpu_sim.find_cxx()
@@ -58,9 +59,7 @@ HIP_ROTATED_FP8 = [_cpp("k8v4", "soa", rotation="hadamard"), _cpp("k8v4", "aos",
 HIP_D64 = [_cpp(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")] + [_cpp("3bit_nc", "aos", 64)]
 SHAPES = cc.SIM_SHAPES
 HIP_BLOCKS = [_cpp("k8v4", "soa", block_size=32), _cpp("k3v4_nc", "aos", 64, block_size=64)]
-HIP_NON_PRESET = [make_variant(LayoutSpec(**kw), "gfx942") for kw in (
-    dict(layout="aos", key_bits=2, value_bits=4), dict(layout="soa", key_bits=4, value_bits=8, fold_norm=True),
-    dict(layout="soa", key_bits=4, value_bits=3, head_dim=64, fold_norm=True))]
+HIP_NON_PRESET = [make_variant(width_spec(*w), "gfx942") for w in (("aos", 2, 4), ("soa", 4, 8), ("soa", 4, 3, 64))]
 
 
 _LOADED: dict = {}

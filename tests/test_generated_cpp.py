@@ -245,12 +245,6 @@ def test_head_dim_64_compiles_without_spills(case, d64_results):
 
 
 
-def _width_spec(layout: str, kb: int, vb: int, d: int):
-    from tqgen import LayoutSpec
-    fp8 = dict(key_codec="fp8_e4m3fn", norm_correction=False) if kb == 8 else dict(fold_norm=layout == "soa")
-    return LayoutSpec(layout=layout, key_bits=kb, value_bits=vb, head_dim=d, **fp8)
-
-
 # widths no preset has, where the presets' per-spec options (matched by field) once failed to compile or spilled on
 # sm90: 8-bit values at head_dim 128 (4-28 bytes spilled; SoA 3-/4-bit keys past 48 KB of static shared memory),
 # SoA 4-bit keys with 3- / 8-bit values at head_dim 64 (36-56 bytes at the 4bit_nc bound of 80 registers); a 2-bit
@@ -263,11 +257,12 @@ WIDTH_CASES = [("aos", 4, 8, 128, "sm90"), ("soa", 4, 8, 128, "sm90"), ("soa", 3
 @pytest.fixture(scope="module")
 def width_results(tmp_path_factory):
     from tqgen.lower_cuda import make_variant, render_cuda
+    from tqgen.testing import width_spec
 
     out = tmp_path_factory.mktemp("widths")
 
     def one(case):
-        v = make_variant(_width_spec(*case[:4]), case[4])
+        v = make_variant(width_spec(*case[:4]), case[4])
         d = out / "-".join(map(str, case))
         d.mkdir()
         src = d / ("kernel.cu" if case[4].startswith("sm") else "kernel.hip")

@@ -9,11 +9,11 @@ Run on the H200: ``python -m pytest -q -m gpu tests/test_triton_gpu.py``.
 import pytest
 import torch
 
-from tqgen import LayoutSpec
+from cpp_checks import NON_PRESET_WIDTHS
 from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen.ir import Vendor
-from tqgen.testing import Case, check_decode, compare_store, rel_err, special_store_diff
+from tqgen.testing import Case, check_decode, compare_store, rel_err, special_store_diff, width_spec
 from tqgen.lower_triton import make_variant
 from tqgen.triton_launch import load_variant
 
@@ -29,11 +29,8 @@ SHAPES = [
 ]
 
 
-# widths no preset has (tests/cpp_checks.NON_PRESET's specs): the runtime's fallback behind the C++ kernels
-NON_PRESET = [make_variant(LayoutSpec(**kw), "sm90") for kw in (
-    dict(layout="aos", key_bits=4, value_bits=8), dict(layout="soa", key_bits=2, value_bits=2, fold_norm=True),
-    dict(layout="aos", key_bits=3, value_bits=2, head_dim=64), dict(layout="soa", key_bits=3, value_bits=8, fold_norm=True),
-    dict(layout="soa", key_codec="fp8_e4m3fn", key_bits=8, value_bits=2, norm_correction=False))]
+# widths no preset has (the C++ tests' first five): the runtime's fallback behind the C++ kernels
+NON_PRESET = [make_variant(width_spec(*w), "sm90") for w in NON_PRESET_WIDTHS[:5]]
 
 
 @pytest.mark.parametrize("variant", NVIDIA + NON_PRESET, ids=lambda v: v.id)

@@ -594,10 +594,10 @@ def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> Cud
     for o in CUDA_OPTION_OVERRIDES:
         if o.applies(spec, target):
             opts = dataclasses.replace(opts, **dict(o.changes))
-    if opts.dyn_smem and not cuda_reasons(spec, target, kind) and (
-            opts.stages < 2 or _line_loads(spec, platform_for(target, kind)) is None):
+    eligible = not cuda_reasons(spec, target, kind)
+    if opts.dyn_smem and eligible and (opts.stages < 2 or _line_loads(spec, platform_for(target, kind)) is None):
         opts = dataclasses.replace(opts, dyn_smem=False, pair_prmt=False)  # the table's holes are dynamic too
-    if opts.pair_prmt and not cuda_reasons(spec, target, kind):
+    if opts.pair_prmt and eligible:
         try:  # the override was measured on the presets: a spec whose rows miss the holes keeps the plain table
             decode_dynamic_smem(spec, target, kind, opts)
         except ValueError:

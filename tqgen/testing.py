@@ -280,6 +280,16 @@ class Case:
             token_pos=token_pos).items()} | {"num_blocks": total_blocks}
 
 
+def width_spec(layout: str, key_bits: int, value_bits: int, head_dim: int = 128) -> LayoutSpec:
+    """A spec by its widths, as the tests and bench/dbg sweeps name widths no preset has: ``key_bits`` 8 means fp8
+    e4m3fn keys (no norm), 2-4 norm-corrected Lloyd-Max keys, folded on SoA and not on AoS (the presets' defaults)."""
+    if key_bits == 8:
+        return LayoutSpec(layout=layout, key_codec="fp8_e4m3fn", key_bits=8, value_bits=value_bits, head_dim=head_dim,
+                          norm_correction=False)
+    return LayoutSpec(layout=layout, key_bits=key_bits, value_bits=value_bits, head_dim=head_dim,
+                      fold_norm=layout == "soa")
+
+
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
     """max |got - want| / max |want| (0 when both are zero)."""
     den = float(want.abs().max()) if want.numel() else 0.0

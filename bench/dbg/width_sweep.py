@@ -20,26 +20,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tqgen import LayoutSpec  # noqa: E402
 from tqgen.compile_cpp import compile_cuda, compile_hip  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import cuda_reasons, make_variant, render_cuda  # noqa: E402
+from tqgen.testing import width_spec  # noqa: E402
 
 PRESET_WIDTHS = {(8, 4), (4, 4), (3, 4), (3, 3)}
 
 
-def jobs(targets: list[str]) -> list[tuple[LayoutSpec, str]]:
+def jobs(targets: list[str]) -> list[tuple]:
     out = []
     for kb, vb, layout, d in itertools.product((2, 3, 4, 8), (2, 3, 4, 8), ("aos", "soa"), (64, 128)):
-        kw = dict(key_codec="fp8_e4m3fn", norm_correction=False) if kb == 8 else dict(fold_norm=layout == "soa")
-        spec = LayoutSpec(layout=layout, key_bits=kb, value_bits=vb, head_dim=d, **kw)
+        spec = width_spec(layout, kb, vb, d)
         if (kb, vb) in PRESET_WIDTHS:
             continue  # the presets: tests/test_generated_cpp.py compiles them
         out += [(spec, t) for t in targets if not cuda_reasons(spec, Target.parse(t, "target"))]
     return out
 
 
-def compile_one(job: tuple[LayoutSpec, str]) -> dict:
+def compile_one(job: tuple) -> dict:
     spec, t = job
     d = Path(tempfile.mkdtemp())
     src = d / ("kernel.cu" if t.startswith("sm") else "kernel.hip")
