@@ -63,9 +63,10 @@ def wall_us(fn, reps=20, warm=3):
 
 def target_shapes(head_dim: int):
     """The debug sweeps' decode shapes: (Hq, Hk, [(B, L), ...]) of the issue-6 targets at head_dim 128,
-    the SmolLM2 shape (Hq 9, Hk 3, B=32 L=32K) at 64; SHAPES=BxL,BxL,... in the environment replaces the
+    the SmolLM2 shape (Hq 9, Hk 3, B=32 L=32K) at 64, Gemma's (Hq 16, Hk 8, B=32 L=8K / 32K) at 256; SHAPES=BxL,... replaces the
     (B, L) list (e.g. SHAPES=1x32768,1x131072)."""
-    hq, hk, shapes = (32, 8, ((32, 32768), (128, 8192))) if head_dim == 128 else (9, 3, ((32, 32768),))
+    hq, hk, shapes = {128: (32, 8, ((32, 32768), (128, 8192))), 256: (16, 8, ((32, 8192), (32, 32768)))}.get(
+        head_dim, (9, 3, ((32, 32768),)))
     if os.environ.get("SHAPES"):
         shapes = tuple(tuple(int(x) for x in s.split("x")) for s in os.environ["SHAPES"].split(","))
     return hq, hk, shapes

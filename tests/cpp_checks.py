@@ -55,16 +55,23 @@ BLOCKS = [make_variant(LayoutSpec.from_preset(p, layout=lay, block_size=bs, head
           for p, lay, bs, d in (("4bit_nc", "aos", 32, 128), ("3bit_nc", "soa", 64, 128), ("k8v4", "aos", 128, 128),
                                 ("4bit_nc", "soa", 128, 64))]
 
+# head_dim 256 (Gemma's; session 47): 8 elements a lane, 16 value m-tiles, 2 warps a block at 255 registers, the
+# line-load pipeline in dynamic shared memory (lower_cuda's head_dim-256 override); every preset x layout
+D256 = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=256), "sm90")
+        for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")]
+
+
 def sm90_variants(*cases) -> list:
     """sm90 variants of (preset, layout, head_dim) cases."""
     return [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90") for p, lay, d in cases]
 
 
-PAST_64 = sm90_variants(("3bit_nc", "soa", 128), ("k8v4", "aos", 128), ("4bit_nc", "soa", 64))
+# head_dim 256 past 64 splits: the block-a-row merge's groups stop at 1024 threads (4 groups of 256, not 8)
+PAST_64 = sm90_variants(("3bit_nc", "soa", 128), ("k8v4", "aos", 128), ("4bit_nc", "soa", 64), ("k3v4_nc", "aos", 256))
 MOVING_MAX = sm90_variants(("3bit_nc", "soa", 128), ("k8v4", "aos", 128), ("4bit_nc", "soa", 64), ("k3v4_nc", "aos", 64))
 UNWRITTEN = sm90_variants(("3bit_nc", "soa", 128), ("4bit_nc", "aos", 128), ("k8v4", "aos", 128), ("k3v4_nc", "soa", 64))
 BALANCED = sm90_variants(("3bit_nc", "soa", 128), ("k3v4_nc", "soa", 128), ("k8v4", "aos", 128), ("4bit_nc", "aos", 128),
-                         ("4bit_nc", "soa", 64)) + GROUPED[1:2]
+                         ("4bit_nc", "soa", 64), ("4bit_nc", "soa", 256)) + GROUPED[1:2]
 # the rows dequant (CudaOptions.dequant_rows: the store's mapping run backwards, the inverse rotation mostly in
 # registers) at 1, 2 and 4 rounds a warp, beside whichever kernel the defaults choose: every preset x layout at head_dim
 # 128 and 64, fp8 keys stored rotated (Hadamard, RHT)

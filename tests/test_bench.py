@@ -279,6 +279,12 @@ def test_suites():
     assert len(dec) == 7 * 5 * 4 and {s.hq // s.hk for s in dec} == {1, 3, 4, 8} and {s.d for s in dec} == {64, 128}
     # issue 6's list: head_dim 64 and 128, each at GQA 1, 4, 8 (8 KV heads), + the SmolLM2 shape
     assert {(s.d, s.hq // s.hk) for s in dec if s.hk == 8} == {(d, g) for d in (64, 128) for g in (1, 4, 8)}
+    # head_dim 256 (Gemma's heads): decode at B=1 L=4K and B=32 L=8K / 32K, a 64K-token store; no issue 6 target
+    h = suite_shapes("head256", 4)
+    assert {(s.op, s.b, s.l, s.n) for s in h} == {("decode", 1, 4 * K, 0), ("decode", 32, 8 * K, 0),
+                                                  ("decode", 32, 32 * K, 0), ("store", 0, 0, 64 * K)}
+    assert all((s.hq, s.hk, s.d) == (16, 8, 256) for s in h)
+    assert evaluate_targets([_row("decode", "4bit_nc", 10.0, 2.0, 32, 32 * K, heads=(16, 8, 256))]) == []
 
 
 def test_mixed_lengths():

@@ -60,6 +60,7 @@ HIP_D64 = [_cpp(p, "soa", 64) for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc")
 SHAPES = cc.SIM_SHAPES
 HIP_BLOCKS = [_cpp("k8v4", "soa", block_size=32), _cpp("k3v4_nc", "aos", 64, block_size=64)]
 HIP_NON_PRESET = [make_variant(width_spec(*w), "gfx942") for w in (("aos", 2, 4), ("soa", 4, 8), ("soa", 4, 3, 64))]
+HIP_D256 = [_cpp("4bit_nc", "aos", 256), _cpp("k8v4", "soa", 256)]
 
 
 _LOADED: dict = {}
@@ -142,6 +143,15 @@ def test_non_preset_widths_match_reference(variant):
     """Key / value widths no preset has, through the same checks: the options and value plans chosen by field
     (tests/test_lower_cuda.py renders every width on every C++ target)."""
     assert variant.spec.preset_name is None
+    check_variant(sim_runner(), variant, SHAPES)
+
+
+@pytest.mark.parametrize("variant", cc.D256[1::3] + HIP_D256, ids=lambda v: v.id)
+def test_head_dim_256_matches_reference(variant):
+    """head_dim 256 (8 elements a lane, 16 value m-tiles, the pipeline in dynamic shared memory on sm90): the same
+    checks on sm90 AoS k8v4, SoA k3v4_nc, AoS 3bit_nc and gfx942 AoS 4bit_nc, SoA k8v4 (tests/test_cuda_gpu.py runs
+    every preset x layout on the GPU)."""
+    assert variant.spec.head_dim == 256
     check_variant(sim_runner(), variant, SHAPES)
 
 

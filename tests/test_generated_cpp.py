@@ -251,7 +251,11 @@ def test_head_dim_64_compiles_without_spills(case, d64_results):
 # pair and two AMD instances beside them. bench/dbg/width_sweep.py compiles every width on any target.
 WIDTH_CASES = [("aos", 4, 8, 128, "sm90"), ("soa", 4, 8, 128, "sm90"), ("soa", 3, 8, 128, "sm90"),
                ("aos", 8, 8, 128, "sm90"), ("soa", 4, 3, 64, "sm90"), ("soa", 4, 8, 64, "sm90"),
-               ("soa", 2, 2, 128, "sm90"), ("aos", 2, 4, 128, "gfx942"), ("soa", 4, 8, 128, "gfx90a")]
+               ("soa", 2, 2, 128, "sm90"), ("aos", 2, 4, 128, "gfx942"), ("soa", 4, 8, 128, "gfx90a"),
+               # head_dim 256 (session 47): the presets' widths (fp8 SoA overran 48 KB of static shared memory before
+               # the pipeline went dynamic), sm86 (the 8-group merge's 2048 threads failed there), two AMD targets
+               ("soa", 8, 4, 256, "sm90"), ("aos", 4, 4, 256, "sm90"), ("soa", 3, 3, 256, "sm90"),
+               ("aos", 3, 4, 256, "sm86"), ("soa", 4, 4, 256, "gfx942"), ("aos", 8, 4, 256, "gfx950")]
 
 
 @pytest.fixture(scope="module")
@@ -276,14 +280,24 @@ def width_results(tmp_path_factory):
         toolchain.missing(f"the C++ toolchain ({err})")
 
 
+# known spills, bounded: case -> (kernel prefix, bytes at most). AoS 4bit_nc at head_dim 256: the classic decode
+# spills 12 bytes (8 of stack) at 255 registers; a 2-stage pipeline without spills took 1.05-1.07x its time (H100,
+# bench/results/h100-2026-12-06-head256.md)
+WIDTH_KNOWN_SPILLS = {("aos", 4, 4, 256, "sm90"): ("tq_decode_split_", 12)}
+
+
 @pytest.mark.parametrize("case", WIDTH_CASES, ids=lambda c: "-".join(map(str, c)))
 def test_non_preset_widths_compile_without_spills(case, width_results):
-    """The C++ instances of widths no preset has compile at their options' launch bounds, warnings as errors, with no
-    spills and no stack frame (the runtime builds them on demand; a failed build falls back to Triton)."""
+    """The C++ instances of widths no preset has (and of every width at head_dim 256) compile at their options'
+    launch bounds, warnings as errors, with no spills and no stack frame but the known ones (the runtime builds them
+    on demand; a failed build falls back to Triton)."""
     r = width_results[case]
     assert r.ok, r.log[-3000:]
     if case[4].startswith("sm"):
-        assert r.measured and r.spills == 0 and r.stack == 0, r.kernels
+        pre, most = WIDTH_KNOWN_SPILLS.get(case, ("", 0))
+        over = {k: v for k, v in r.kernels.items() if (v["spill_stores"] or v["stack"])
+                and not (pre and k.startswith(pre) and v["spill_stores"] <= most and v["stack"] <= most)}
+        assert r.measured and not over, over
     elif r.measured:
         assert r.spills == 0 and all(not k["dynamic_stack"] for k in r.kernels.values()), r.kernels
 

@@ -11,7 +11,7 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, SpecError, Target
 from tqgen.layout import derive_layout, field_alignment
-from tqgen.lower_cuda import (KERNEL_NAMES, CudaOptions, _access_width, cuda_options, cuda_reasons,
+from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_options, cuda_reasons,
                               layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
@@ -200,7 +200,7 @@ def test_every_eligible_width_renders_on_every_cpp_target():
     import itertools
 
     failed, rendered = [], {True: 0, False: 0}  # fp8 keys or not
-    for kb, vb, layout, d in itertools.product((2, 3, 4, 8), (2, 3, 4, 8), ("aos", "soa"), (64, 128)):
+    for kb, vb, layout, d in itertools.product((2, 3, 4, 8), (2, 3, 4, 8), ("aos", "soa"), HEAD_DIMS):
         codec = dict(key_codec="fp8_e4m3fn", norm_correction=False) if kb == 8 else {}
         spec = LayoutSpec(layout=layout, key_bits=kb, value_bits=vb, head_dim=d, **codec)
         for t in (Target.SM80, Target.SM89, Target.SM90, Target.GFX90A, Target.GFX942, Target.GFX950):
@@ -212,8 +212,9 @@ def test_every_eligible_width_renders_on_every_cpp_target():
             except ValueError as e:
                 failed.append(f"{spec.token} on {t}: {e}")
     assert not failed, "\n".join(failed)
-    assert rendered[False] == 3 * 4 * 2 * 2 * 6  # every Lloyd-Max width is eligible on all six targets
-    assert rendered[True] == 4 * 2 * 2 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
+    assert HEAD_DIMS == (64, 128, 256)
+    assert rendered[False] == 3 * 4 * 2 * 3 * 6  # every Lloyd-Max width is eligible on all six targets
+    assert rendered[True] == 4 * 2 * 3 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
     a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
     o = cuda_options(a48, Target.SM90)
     assert (o.decode_warps, o.decode_min_blocks) == (2, 4) and o.pair_prmt  # 8-bit values' bound: 2 warps' rows fit
@@ -806,6 +807,9 @@ def test_balanced_decode_launch_passes_the_merge_its_equal_length_count(monkeypa
     # groups of D threads from 64 splits, 4 below; the kernel takes its groups from the block's size)
     from tqgen.cuda_launch import merge_groups
     assert [merge_groups(n) for n in (1, 32, 63, 64, 192)] == [4, 4, 4, 8, 8]
+    # a block holds 1024 threads: at head_dim 256 both merges are 4 groups of 256 (8 would be an invalid launch)
+    assert [merge_groups(n, 256) for n in (1, 64, 192)] == [4, 4, 4]
+    assert all(merge_groups(n, d) * d <= 1024 for d in HEAD_DIMS for n in (1, 64, 192))
     cache1 = ref.allocate(spec, 256, 8, torch.device("cpu"))
     bt1, sl1 = torch.arange(256, dtype=torch.int32)[None], torch.tensor([4096], dtype=torch.int32)
     q1 = torch.zeros(1, 32, spec.head_dim, dtype=torch.bfloat16)

@@ -44,6 +44,16 @@ def test_runtime_serves_non_preset_widths_with_cuda(overrides):
     _store_and_decode(kv)
 
 
+@pytest.mark.parametrize("preset,layout", [("4bit_nc", "soa"), ("3bit_nc", "aos"), ("k8v4", "soa"), ("k8v4", "aos")])
+def test_runtime_serves_head_dim_256_with_cuda(preset, layout):
+    """head_dim 256 (Gemma's; Hq 16, Hk 8) takes the C++ decode and store since session 47 (Triton before)."""
+    kv = tqr.load(preset, layout=layout, head_dim=256, num_kv_heads=8, num_q_heads=16, device="cuda")
+    assert kv.variants["decode"].startswith("cuda-sm90-generic") and kv.variants["store"].startswith("cuda-sm90"), \
+        kv.variants
+    assert kv.rejected == []
+    _store_and_decode(kv)
+
+
 @pytest.mark.parametrize("preset", ["k8v4", "4bit_nc", "3bit_nc"])
 def test_prefill_continuation_paths_agree(preset):
     """64 new tokens after a 4099-token history: decode-kernel path and dequant + SDPA path."""

@@ -65,7 +65,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
 
 OPS = ("decode", "store", "dequant", "prefill")
-SUITES = ("targets", "sweep", "full", "smoke", "mixed", "prefill")
+SUITES = ("targets", "sweep", "full", "smoke", "mixed", "prefill", "head256")
 BACKEND_NAMES = ("cuda", "hip", "triton", "triton:gfx950_mfma", "reference")
 K = 1024
 
@@ -75,6 +75,7 @@ MAIN = (32, 8, 128)
 HEADS_D128 = ((8, 8, 128), MAIN, (64, 8, 128))
 HEADS_D64 = ((8, 8, 64), (32, 8, 64), (64, 8, 64))
 SMOLLM2 = (9, 3, 64)
+GEMMA = (16, 8, 256)  # head_dim 256: Gemma 2 9B / Gemma 3 12B's query and KV heads
 BATCHES = (1, 8, 32, 128)
 LENGTHS = (1 * K, 4 * K, 16 * K, 32 * K, 128 * K)
 STORE_TOKENS = (1 * K, 16 * K, 64 * K, 256 * K, 1024 * K)
@@ -212,6 +213,9 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
             Shape("store", 0, 0, *MAIN, n=64 * K), Shape("store", 0, 0, *MAIN, n=256 * K)]
     if suite == "sweep":
         return [Shape("decode", b, l, *MAIN) for b in (1, 32) for l in LENGTHS]
+    if suite == "head256":  # not one of issue 6's shapes: the C++ kernels at head_dim 256 beside Triton and SDPA
+        return [Shape("decode", 1, 4 * K, *GEMMA), Shape("decode", 32, 8 * K, *GEMMA),
+                Shape("decode", 32, 32 * K, *GEMMA), Shape("store", 0, 0, *GEMMA, n=64 * K)]
     if suite == "full":
         heads = HEADS_D128 + HEADS_D64 + (SMOLLM2,)
         out = []
@@ -1685,13 +1689,14 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default="targets", choices=SUITES,
                    help="targets: the shapes of issue 6's targets; sweep: decode vs L (B 1, 32); full: every shape "
                         "issue 6 lists; smoke: tiny CPU shapes; mixed: decode of batches of mixed lengths; prefill: prefill "
-                        "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, the dequant, and batches of mixed lengths "
+                        "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, the dequant, and batches of mixed lengths; "
+                        "head256: decode at B=1 L=4K, B=32 L=8K / 32K and store of 64K tokens at head_dim 256 (Hq 16, Hk 8) "
                         "(default targets)")
     p.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable; default: the suite's)")
     p.add_argument("--preset", action="append", help=f"repeatable; default all: {', '.join(PRESETS)}")
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")
     p.add_argument("--head-dim", action="append", type=int,
-                   help="only the suite's shapes with this head_dim (repeatable; the suites have 64 and 128)")
+                   help="only the suite's shapes with this head_dim (repeatable; the suites have 64 and 128, head256 256)")
     p.add_argument("--gqa", action="append", type=int,
                    help="only the decode / prefill shapes with this many query heads a KV head (repeatable; full: 1, 3, 4, "
                         "8); store and dequant shapes, which have no queries, are left out")

@@ -27,8 +27,8 @@ import torch
 
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
-from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_GROUPS_MANY, MERGE_GROUPS_MANY_FROM, MERGE_ROWS,
-                         QUERIES_PER_WARP, decode_dynamic_smem, layout_params, make_variant, store_lanes)
+from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_GROUPS_MANY_FROM, MERGE_ROWS, QUERIES_PER_WARP,
+                         merge_groups_many, decode_dynamic_smem, layout_params, make_variant, store_lanes)
 from .build import source_name, user_cache, variant_dir
 from .tuning import generation as tuning_generation, sm_count, split_cap, tuned_splits
 from .variants import Variant
@@ -355,13 +355,13 @@ def merge_kind(rows: int, splits: int) -> str:
     return "rows" if rows >= 512 and splits <= min(32, rows // 64) else "groups"
 
 
-def merge_groups(splits: int) -> int:
+def merge_groups(splits: int, head_dim: int = 128) -> int:
     """The block-a-row merge's thread groups (of D threads) for rows of up to ``splits`` partial results: MERGE_GROUPS,
     MERGE_GROUPS_MANY from MERGE_GROUPS_MANY_FROM splits (fewer dependent rounds of loads a group). H200, same run
     (bench/results/h200-2026-12-04-merge-groups.md): this rule made B=1 calls at 2K-128K tokens (64-192 splits)
     1.4-4.9 % faster than 4 groups always; 8 groups always made B=8 equal lengths at 16-24 splits 2-3 % slower (their
-    merge alone 2.8 -> 4.2 us)."""
-    return MERGE_GROUPS_MANY if splits >= MERGE_GROUPS_MANY_FROM else MERGE_GROUPS
+    merge alone 2.8 -> 4.2 us). At head_dim 256 both are 4 groups (a block holds 1024 threads: merge_groups_many)."""
+    return merge_groups_many(head_dim) if splits >= MERGE_GROUPS_MANY_FROM else MERGE_GROUPS
 
 
 # ------------------------------------------------------------------------------- kernels
@@ -582,7 +582,7 @@ class CudaKernels:
                                32 * MERGE_ROWS, PARAMS["decode_merge_rows"], args + (rows,) + bal, stream,
                                after_trigger=self.pdl)
         else:
-            groups = merge_groups(most or splits)
+            groups = merge_groups(most or splits, d)
             self.driver.launch(self._fn("decode_merge", out.dtype), (rows, 1, 1), groups * d, PARAMS["decode_merge"],
                                args + bal, stream, after_trigger=self.pdl)
 

@@ -34,9 +34,15 @@ QUERIES_PER_WARP = 8  # the decode's query octet: rows 0..7 of the mma tile (the
 MERGE_GROUPS = 4  # decode merge: thread groups of D per (sequence, query head), each over every 4th split
 MERGE_GROUPS_MANY = 8  # ... and for rows of at least MERGE_GROUPS_MANY_FROM splits (cuda_launch.merge_groups)
 MERGE_GROUPS_MANY_FROM = 64
+MERGE_MAX_THREADS = 1024  # a block's threads: the block-a-row merge's G·D threads stop here (head_dim 256: 4 groups)
 MERGE_ROWS = 8  # decode merge by rows: (sequence, query head) rows per block, a warp each
 MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 128, 256)
+
+
+def merge_groups_many(head_dim: int) -> int:
+    """MERGE_GROUPS_MANY where its G·D threads fit a block (MERGE_MAX_THREADS), else as many groups as do."""
+    return min(MERGE_GROUPS_MANY, MERGE_MAX_THREADS // head_dim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,6 +585,28 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "bytes a decode kernel (168 / 128 registers) and SoA 3-/4-bit keys' 4-warp pipeline overran the "
                    "48 KB of static shared memory; 2 warps a block at 4 blocks (256 registers) compile with 164-246 "
                    "and no spills for every key codec and layout (tests/test_generated_cpp.py, session 46)"),
+) + tuple(
+    OptionOverride(t, (("head_dim", 256),),
+                   (("decode_warps", 2), ("decode_min_blocks", 4), ("dyn_smem", True), ("q_in_smem", True)),
+                   "head_dim 256 (session 47; 8 elements a lane, 16 value m-tiles: 64 accumulators a thread): 2 warps a "
+                   "block at 4 blocks (255 registers; the presets' bounds spilled 220-264 bytes), the line-load pipeline "
+                   "in dynamic shared memory (SoA fp8 keys' 3 stages took 53 KB, past the 48 KB of static arrays), the "
+                   "query fragments in shared memory (SoA 4-bit keys with 8-bit values spilled at 255 registers with "
+                   "them in registers); bench/dbg/width_sweep.py with HEAD_DIMS=256: no spills but the row below")
+    for t in _NV) + tuple(
+    OptionOverride(t, (("layout", "aos"), ("value_bits", 8), ("head_dim", 256)),
+                   (("stages", 0), ("tile_unroll", 1), ("dyn_smem", False), ("pair_prmt", False)),
+                   "AoS slots with 8-bit values at head_dim 256 (no preset): the line-load pipeline spilled 12-32 bytes at "
+                   "255 registers; the register prefetch needs 246 (fp8 keys), no spills. Untimed. (On AMD, 8-bit values at "
+                   "head_dim 256 spill 8-64 VGPRs at any launch bound (the decode is unbounded there): past 256 "
+                   "architectural VGPRs a wave)")
+    for t in _NV) + (
+    OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3), ("head_dim", 256)),
+                   (("decode_warps", 4), ("decode_min_blocks", 2)),
+                   "3-bit keys at head_dim 256: 2 blocks of 4 warps (the same 8 warps an SM), debug sweep on an H100, "
+                   "CUDA graphs, B=32 L=32K Hq 16 Hk 8, the defaults timed first and again last: SoA 3bit_nc 647 vs "
+                   "680 / 663 us, k3v4_nc 766 vs 786 / 786, AoS 3bit_nc 714 vs 744 / 742, k3v4_nc 778 vs 803 / 801; "
+                   "4-bit and fp8 keys within 2 % either way (bench/results/h100-2026-12-06-head256.md)"),
 )
 
 
@@ -1149,7 +1177,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         dequant_min=min_resident_bound(platform, DEQUANT_MIN_BLOCKS, options.row_warps * 32),
         mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
-        merge_groups_many=MERGE_GROUPS_MANY, merge_rows=MERGE_ROWS,
+        merge_groups_many=merge_groups_many(spec.head_dim), merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
         pv_subnormal=platform.mma_impl == "ptx",

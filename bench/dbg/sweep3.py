@@ -6,7 +6,8 @@ counts (0: the heuristic's choice for that combo; default 0); GRAPH=1 times by C
 and k3v4_nc SoA in sessions 11 and 12); L2FLOOR=1 folds the block table into blocks a quarter of L2 holds, as
 `tqgen bench --l2-floor` does (the % column is then the floor's: the kernel's own time, reads from L2); BUILD_ONLY=1 compiles the combos into the kernel cache and times nothing. A combo not in the table below is read as
 w<warps>b<blocks>[c<copies>][u<unroll>][d (dynamic shared memory)][s<stages>], e.g. w2b6c16, and any combo
-may be followed by +field=value CudaOptions changes, e.g. default+lazy_max=1, w2b4s4+lazy_max=0.
+may be followed by +field=value CudaOptions changes, e.g. default+lazy_max=1, w2b4s4+lazy_max=0; `again` times the
+defaults once more after the others (the first combo of a shape has read slow).
 Usage: sweep3.py COMBO,COMBO,... [PRESET,PRESET]
 (debug, not a result)."""
 import dataclasses
@@ -97,8 +98,14 @@ for preset in (sys.argv[2].split(",") if len(sys.argv) > 2 else ("3bit_nc", "k3v
             combos[k] = combos[base].with_changes(changes)
     combos = {k: v for k, v in combos.items() if k in sys.argv[1].split(",")}
     combos = {k: v for k, v in combos.items() if k == "default" or v != o}  # skip no-op combos
+    if "default" in combos and "again" in sys.argv[1].split(","):  # the defaults timed last once more (order effects)
+        combos["again"] = o
     kerns = {}
-    variants = {k: make_variant(spec, "sm90", options=v) for k, v in combos.items()}
+    variants = {k: _try(make_variant, spec, "sm90", "generic", v) for k, v in combos.items()}
+    for k, v in list(variants.items()):  # options that cannot lower (e.g. pair_prmt's holes): reported, skipped
+        if isinstance(v, Exception):
+            rows.append(f"| {preset} D{D} | - | {k} | - | cannot lower: {str(v).splitlines()[0][:80]} | - | - |")
+            del variants[k]
     from concurrent.futures import ThreadPoolExecutor  # noqa: E402
     from tqgen.cuda_launch import build_binary, device_arch  # noqa: E402
     with ThreadPoolExecutor(8) as ex:  # nvcc runs in subprocesses: the combos compile in parallel

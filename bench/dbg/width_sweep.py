@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -26,14 +27,16 @@ from tqgen.lower_cuda import cuda_reasons, make_variant, render_cuda  # noqa: E4
 from tqgen.testing import width_spec  # noqa: E402
 
 PRESET_WIDTHS = {(8, 4), (4, 4), (3, 4), (3, 3)}
+# HEAD_DIMS=256 python bench/dbg/width_sweep.py sm90: every width at head_dim 256, the presets' included
+HEAD_DIMS = tuple(int(d) for d in os.environ.get("HEAD_DIMS", "64,128").split(","))
 
 
 def jobs(targets: list[str]) -> list[tuple]:
     out = []
-    for kb, vb, layout, d in itertools.product((2, 3, 4, 8), (2, 3, 4, 8), ("aos", "soa"), (64, 128)):
+    for kb, vb, layout, d in itertools.product((2, 3, 4, 8), (2, 3, 4, 8), ("aos", "soa"), HEAD_DIMS):
         spec = width_spec(layout, kb, vb, d)
-        if (kb, vb) in PRESET_WIDTHS:
-            continue  # the presets: tests/test_generated_cpp.py compiles them
+        if (kb, vb) in PRESET_WIDTHS and d in (64, 128):
+            continue  # the presets at 64 / 128: tests/test_generated_cpp.py compiles them
         out += [(spec, t) for t in targets if not cuda_reasons(spec, Target.parse(t, "target"))]
     return out
 
