@@ -182,11 +182,10 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
 #: measured exceptions to a chain's order (bench/results/h200-2026-12-01-store-v4.md): on NVIDIA the
 #: Triton store of fp8 keys into AoS pages runs at 55-57 % of the copy ceiling, the CUDA one at 49-51 %
 #: (4-byte aligned slots: 4-byte stores); everywhere else the CUDA store is faster (SoA fp8 keys
-#: 65-91 % vs 67-70 %, Lloyd-Max keys 56-65 % vs 7-24 %). Not at head_dim 256, where the CUDA store of AoS fp8
-#: keys is the faster (H100, 64K tokens: 81.1 % vs 74.5 %, bench/results/h100-2026-12-06-head256-graph.md)
+#: 65-91 % vs 67-70 %, Lloyd-Max keys 56-65 % vs 7-24 %)
 def _ordered(cands: list[Candidate], kernel: str, req: Request, target: Target) -> list[Candidate]:
     if (kernel == "store" and req.spec.key_codec.is_fp8 and req.spec.layout is Layout.AOS
-            and req.spec.head_dim <= 128 and target.info.vendor is Vendor.NVIDIA):
+            and target.info.vendor is Vendor.NVIDIA):
         return sorted(cands, key=lambda c: {Backend.TRITON: 0, Backend.CUDA: 1}.get(c.backend, 2))
     return cands
 

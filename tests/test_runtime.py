@@ -302,9 +302,6 @@ def test_nvidia_store_of_fp8_keys_into_aos_prefers_triton():
     assert [c.name for c, _ in p.candidates["store"]] == ["cuda", "triton", "reference"]
     p = tqr.plan("4bit_nc", layout="aos", num_kv_heads=8, num_q_heads=32, device="sm90")
     assert p.chosen("store").name == "cuda"
-    # head_dim 256: the CUDA store is the faster there (H100, bench/results/h100-2026-12-06-head256-graph.md)
-    p = tqr.plan("k8v4", layout="aos", head_dim=256, num_kv_heads=8, num_q_heads=16, device="sm90")
-    assert [c.name for c, _ in p.candidates["store"]] == ["cuda", "triton", "reference"]
 
 
 @pytest.mark.parametrize("sinks,window", [(False, None), (False, 20), (True, None), (True, 20)])
