@@ -212,7 +212,20 @@ def test_tune_rejects_an_untuned_head_dim(monkeypatch, capsys):
     monkeypatch.setattr("tqgen.cuda_launch.device_arch", lambda dev: "sm90")
     assert main(["tune", "--head-dim", "96"]) == 2
     err = capsys.readouterr().err
-    assert "--head-dim [96]" in err and "[128, 64]" in err
+    assert "--head-dim [96]" in err and "[128, 64, 256]" in err
+
+
+def test_the_h100_table_has_head_dim_256():
+    """Session 47 tuned the eight sm90 head_dim-256 decodes on the H100 (`tqgen tune --head-dim 256`, Hq 16 Hk 8:
+    bench/results/h100-2026-12-06-head256-tuned-graph.md); each entry is live (test above: no stale entries) and names
+    its shape."""
+    path = PACKAGE_DIR / "nvidia-h100-80gb-hbm3.json"
+    tables = tuning._parse(path, path.read_text())[1]
+    for preset in PRESETS:
+        for layout in ("aos", "soa"):
+            t = tables[tuning.variant_key(_variant(preset, layout, 256))]
+            assert (t.shape["head_dim"], t.shape["num_q_heads"], t.shape["num_kv_heads"]) == (256, 16, 8)
+            assert t.points and all(p.splits % _variant(preset, layout, 256).options.split_step() == 0 for p in t.points)
 
 
 def test_an_option_added_later_at_its_default_keeps_an_entry_live():

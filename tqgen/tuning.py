@@ -57,7 +57,8 @@ CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 6
 DEFAULT_BATCHES = (1, 4, 8, 32, 128)
 DEFAULT_SEQ_LENS = (1024, 4096, 8192, 32768, 131072)
 #: (head_dim, Hq, Hk) of the tuned shapes: the targets' Llama-style D=128 and the SmolLM2 D=64 (GQA 3)
-DEFAULT_HEADS = {128: (32, 8), 64: (9, 3)}
+DEFAULT_HEADS = {128: (32, 8), 64: (9, 3), 256: (16, 8)}  # head_dim -> the (Hq, Hk) a tune times (256: Gemma's)
+TUNE_HEADS = (128, 64)  # what `tqgen tune` times without --head-dim (issue 6's head sizes)
 ROTATE_BYTES = 256 << 20  # a call's pages are not in L2 (50 MB on the H200) when the next call runs
 MAX_TUNE_BYTES = 16 << 30  # a grid point whose caches need more is skipped (B=128 L=128K at head_dim 128)
 
@@ -405,7 +406,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", action="append", help="repeatable (default: k8v4, 4bit_nc, k3v4_nc, 3bit_nc)")
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")
     p.add_argument("--head-dim", type=int, action="append",
-                   help=f"repeatable: {', '.join(map(str, DEFAULT_HEADS))} (default both; Hq/Hk "
+                   help=f"repeatable: {', '.join(map(str, DEFAULT_HEADS))} (default {' and '.join(map(str, TUNE_HEADS))}; Hq/Hk "
                         + ", ".join(f"{d}: {q}/{k}" for d, (q, k) in DEFAULT_HEADS.items()) + ")")
     p.add_argument("--batch", type=int, action="append", help=f"repeatable (default {DEFAULT_BATCHES})")
     p.add_argument("--seq-len", type=int, action="append", help=f"repeatable (default {DEFAULT_SEQ_LENS})")
@@ -458,7 +459,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     path = out / f"{device_slug(name)}.json"
     cmdline = "tqgen tune " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["tune"] else [])
     jobs = [(d, make_variant(preset_spec_for_target(p, target, layout=lay, head_dim=d), target))
-            for d in a.head_dim or list(DEFAULT_HEADS) for p in presets for lay in a.layout or ["aos", "soa"]]
+            for d in a.head_dim or list(TUNE_HEADS) for p in presets for lay in a.layout or ["aos", "soa"]]
     with ThreadPoolExecutor(8) as ex:  # nvcc runs in subprocesses: every variant compiles at once
         list(ex.map(lambda j: build_binary(j[1], device_arch(dev)), jobs))
     done = {}
