@@ -56,8 +56,8 @@ CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 6
               80, 96, 128, 160, 192, 256, 320, 384, 512)
 DEFAULT_BATCHES = (1, 4, 8, 32, 128)
 DEFAULT_SEQ_LENS = (1024, 4096, 8192, 32768, 131072)
-#: (head_dim, Hq, Hk) of the tuned shapes: the targets' Llama-style D=128 and the SmolLM2 D=64 (GQA 3)
-DEFAULT_HEADS = {128: (32, 8), 64: (9, 3), 256: (16, 8)}  # head_dim -> the (Hq, Hk) a tune times (256: Gemma's)
+#: head_dim -> (Hq, Hk) of the tuned shapes: the targets' Llama-style D=128, the SmolLM2 D=64 (GQA 3), Gemma's D=256
+DEFAULT_HEADS = {128: (32, 8), 64: (9, 3), 256: (16, 8)}
 TUNE_HEADS = (128, 64)  # what `tqgen tune` times without --head-dim (issue 6's head sizes)
 ROTATE_BYTES = 256 << 20  # a call's pages are not in L2 (50 MB on the H200) when the next call runs
 MAX_TUNE_BYTES = 16 << 30  # a grid point whose caches need more is skipped (B=128 L=128K at head_dim 128)
