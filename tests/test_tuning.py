@@ -223,9 +223,10 @@ def test_the_h100_table_has_head_dim_256():
     tables = tuning._parse(path, path.read_text())[1]
     for preset in PRESETS:
         for layout in ("aos", "soa"):
-            t = tables[tuning.variant_key(_variant(preset, layout, 256))]
+            v = _variant(preset, layout, 256)
+            t = tables[tuning.variant_key(v)]
             assert (t.shape["head_dim"], t.shape["num_q_heads"], t.shape["num_kv_heads"]) == (256, 16, 8)
-            assert t.points and all(p.splits % _variant(preset, layout, 256).options.split_step() == 0 for p in t.points)
+            assert t.points and all(p.splits % v.options.split_step() == 0 for p in t.points)
 
 
 def test_an_option_added_later_at_its_default_keeps_an_entry_live():

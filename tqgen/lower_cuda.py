@@ -595,9 +595,10 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "them in registers); bench/dbg/width_sweep.py with HEAD_DIMS=256: no spills but the row below")
     for t in _NV) + tuple(
     OptionOverride(t, (("layout", "aos"), ("value_bits", 8), ("head_dim", 256)),
-                   (("stages", 0), ("tile_unroll", 1), ("dyn_smem", False), ("pair_prmt", False)),
+                   (("stages", 0), ("tile_unroll", 1)),
                    "AoS slots with 8-bit values at head_dim 256 (no preset): the line-load pipeline spilled 12-32 bytes at "
-                   "255 registers; the register prefetch needs 246 (fp8 keys), no spills. Untimed. (On AMD, 8-bit values at "
+                   "255 registers; the register prefetch (cuda_options then drops dyn_smem and pair_prmt, which place "
+                   "that pipeline) needs 246 (fp8 keys), no spills. Untimed. (On AMD, 8-bit values at "
                    "head_dim 256 spill 8-64 VGPRs at any launch bound (the decode is unbounded there): past 256 "
                    "architectural VGPRs a wave)")
     for t in _NV) + (

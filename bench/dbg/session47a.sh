@@ -3,11 +3,7 @@
 # Triton decode as the second opinion, both merges, past 64 splits, the balanced decode, the runtime), then
 # tqgen bench --suite head256 (C++ and Triton decode / store beside bf16 SDPA, CUDA graphs); files under $OUT.
 #   bash bench/dbg/session47a.sh
-set -u
-export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
-mkdir -p /tmp/pp && ln -sfn "$PWD/runtime" /tmp/pp/tqgen_runtime
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu"
-slug=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/ .*//'); day=$(date +%F); t0=$SECONDS
+. "$(dirname "$0")/device_env.sh"
 K='256' timeout ${TESTS_S:-330} bash bench/dbg/gpu_tests.sh 8 tests/test_cuda_gpu.py tests/test_runtime_gpu.py 2>&1 | tail -14
 echo "tests done at $((SECONDS - t0)) s"
 timeout ${BENCH_S:-230} python -m tqgen bench --suite head256 --cuda-graph --no-plot --out $OUT \

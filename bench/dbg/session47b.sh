@@ -3,10 +3,7 @@
 # replay, B=32 L=32K Hq 16 Hk 8, the launcher's split count): the session's defaults (2 warps x 4 blocks, dynamic
 # shared memory, query fragments in shared memory) against the query fragments in registers, 2 / 4 pipeline stages,
 # the loop rolled, 32 pair-table copies, 4 warps x 2 blocks; every preset, SoA then AoS. Output under $OUT.
-set -u
-export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
-mkdir -p /tmp/pp && ln -sfn "$PWD/runtime" /tmp/pp/tqgen_runtime
-nvidia-smi --query-gpu=name --format=csv,noheader | head -1; t0=$SECONDS
+. "$(dirname "$0")/device_env.sh"
 C=default,default+q_in_smem=0,default+stages=2+tile_unroll=1,default+tile_unroll=1,w4b2d,again
 for lay in soa aos; do
   D=256 GRAPH=1 SHAPES=32x32768 LAYOUT=$lay timeout ${EACH_S:-270} python bench/dbg/sweep3.py $C 4bit_nc,3bit_nc,k3v4_nc,k8v4 \

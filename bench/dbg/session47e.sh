@@ -2,12 +2,8 @@
 # Session 47: split counts at head_dim 256 on this GPU (`tqgen tune --head-dim 256` into a copy of the package's table
 # for it), then the head256 suite's C++ decode with the merged table against the package's (same run), then the
 # runtime's head_dim-256 GPU tests (the AoS fp8-key store stays Triton). Files under $OUT.
-set -u
-export PYTHONPATH=$PWD:/tmp/pp TQGEN_CACHE_DIR=/tmp/tqc PYTHONUNBUFFERED=1
-mkdir -p /tmp/pp && ln -sfn "$PWD/runtime" /tmp/pp/tqgen_runtime
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu"
-slug=$(echo "$gpu" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/ .*//'); table=$(echo "$gpu" | tr 'A-Z ' 'a-z-')
-day=$(date +%F); t0=$SECONDS
+. "$(dirname "$0")/device_env.sh"
+table=$(echo "$gpu" | tr 'A-Z ' 'a-z-')  # tuning.device_slug of the name
 mkdir -p $OUT/tuned && cp tqgen/tuned/$table.json $OUT/tuned/ 2>/dev/null
 timeout 200 python -m tqgen tune --head-dim 256 --out $OUT/tuned > $OUT/tune-d256-log.txt 2>&1; echo "tune rc $? at $((SECONDS - t0)) s"
 grep -c "splits" $OUT/tune-d256-log.txt
