@@ -16,7 +16,7 @@ import pytest
 from tqgen import LayoutSpec, derive_layout
 from tqgen.bench import (
     HOLD_MAX_US, HOLD_MIN_US, MAIN, SMOLLM2, GpuHold, Shape, Timer, decode_bytes, dequant_bytes, evaluate_targets,
-    hold_us, pct_of_ceiling, prefill_bytes, prefill_lengths, store_bytes, suite_shapes,
+    hold_us, pct_of_ceiling, prefill_bytes, prefill_lengths, rotation_for, store_bytes, suite_shapes,
 )
 from tqgen.cli import main
 from tqgen.ir import SpecError
@@ -285,6 +285,14 @@ def test_suites():
                                                   ("decode", 32, 32 * K, 0), ("store", 0, 0, 64 * K)}
     assert all((s.hq, s.hk, s.d) == (16, 8, 256) for s in h)
     assert evaluate_targets([_row("decode", "4bit_nc", 10.0, 2.0, 32, 32 * K, heads=(16, 8, 256))]) == []
+    # head_dim 96 (Phi-3-mini's heads, no power of two: the orthogonal rotation, the slot bytes the same)
+    h = suite_shapes("head96", 4)
+    assert {(s.op, s.b, s.l, s.n) for s in h} == {("decode", 1, 4 * K, 0), ("decode", 8, 8 * K, 0),
+                                                  ("decode", 32, 4 * K, 0), ("store", 0, 0, 64 * K)}
+    assert all((s.hq, s.hk, s.d) == (32, 32, 96) for s in h)
+    assert rotation_for(96) == {"rotation": "orthogonal"} and rotation_for(128) == rotation_for(256) == {}
+    spec = LayoutSpec.from_preset("4bit_nc", head_dim=96, **rotation_for(96))
+    assert store_bytes(spec, 1024, 32)[1] == 1024 * 32 * (48 + 2 + 48 + 4)  # codes + norm + values + scale / zero
 
 
 def test_mixed_lengths():

@@ -51,3 +51,24 @@ def test_sm90_decode_at_the_edge_head_dims(head_dim, tmp_path):
     bad = [f"{x['variant']}: spills={x['spills']} scratch={x['scratch']} {x['error']}" for x in reports if not x["ok"]]
     assert not bad, "\n".join(bad)
     assert r.returncode == 0
+
+
+@pytest.mark.parametrize("target,args", [("sm90", ("--head-dim", "96")), ("gfx942", ("--head-dim", "80")),
+                                         ("sm90", ("--rotation", "orthogonal"))], ids=lambda x: str(x))
+def test_padded_head_dims_and_the_orthogonal_rotation(target, args, tmp_path):
+    """A head_dim no power of two (padded to the next one; its Lloyd-Max specs take the orthogonal rotation) and the
+    orthogonal rotation at 128: every preset x layout and kernel compiles without spills or a stack frame (the
+    rotation's dots: 16 rows x ROT_COLUMNS columns on the target's warps; whole [D, D] dots kept up to 7.4 KB of stack
+    on sm90); on NVIDIA those dots are bf16x6 tensor-core dots (mma in the store, the query rotation and the dequant)."""
+    r, reports = compile_check(tmp_path, "--target", target, *args)
+    tag = f"-d{args[1]}-" if args[0] == "--head-dim" else "-d128-"
+    assert len(reports) >= 52 and all(tag in x["variant"] for x in reports)
+    bad = [f"{x['kernel']} {x['variant']}: spills={x['spills']} scratch={x['scratch']} {x['error']}"
+           for x in reports if not x["ok"]]
+    assert not bad, "\n".join(bad)
+    rotated = [x for x in reports if "orthogonal" in x["variant"] and x["kernel"] in ("tq_store", "tq_prep_query",
+                                                                                      "tq_dequant")]
+    assert len(rotated) == 18  # 6 Lloyd-Max variants x 3 kernels (fp8 keys stay unrotated)
+    if target.startswith("sm"):
+        assert all(x["matrix_ops"] > 0 for x in rotated), [x for x in rotated if not x["matrix_ops"]]
+    assert r.returncode == 0

@@ -54,6 +54,18 @@ def test_runtime_serves_head_dim_256_with_cuda(preset, layout):
     _store_and_decode(kv)
 
 
+@pytest.mark.parametrize("preset,layout,head_dim,rotation", [("4bit_nc", "soa", 96, "orthogonal"),
+                                                             ("3bit_nc", "aos", 80, "orthogonal"),
+                                                             ("k8v4", "aos", 96, None)])
+def test_runtime_serves_padded_head_dims_with_triton(preset, layout, head_dim, rotation):
+    """A head_dim no power of two (Phi-3's 96, Phi-2's 80) takes the Triton kernels, padded to the next power of two,
+    the orthogonal rotation as dots (before session 48: the reference); the C++ kernels refuse it with reasons."""
+    kw = {"rotation": rotation} if rotation else {}
+    kv = tqr.load(preset, layout=layout, head_dim=head_dim, num_kv_heads=8, num_q_heads=32, device="cuda", **kw)
+    assert all(v.startswith("triton-sm90-generic") for v in kv.variants.values()), kv.variants
+    _store_and_decode(kv)
+
+
 @pytest.mark.parametrize("preset", ["k8v4", "4bit_nc", "3bit_nc"])
 def test_prefill_continuation_paths_agree(preset):
     """64 new tokens after a 4099-token history: decode-kernel path and dequant + SDPA path."""

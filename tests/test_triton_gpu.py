@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from cpp_checks import NON_PRESET_WIDTHS
+from tqgen import LayoutSpec
 from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen.ir import Vendor
@@ -31,9 +32,17 @@ SHAPES = [
 
 # widths no preset has (the C++ tests' first five): the runtime's fallback behind the C++ kernels
 NON_PRESET = [make_variant(width_spec(*w), "sm90") for w in NON_PRESET_WIDTHS[:5]]
+# head_dims no power of two (Phi-3's 96, Phi-2's 80: Triton only, padded to the next power of two) with the orthogonal
+# rotation they take (bf16x6 dots on the GPU), every preset x layout at 96; fp8 keys unrotated; the dense rotation at 128
+PADDED = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=96, rotation="orthogonal", rotation_seed=3), "sm90")
+          for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")] + [
+    make_variant(LayoutSpec.from_preset("k8v4", layout="aos", head_dim=80), "sm90"),
+    make_variant(LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=80, rotation="orthogonal"), "sm90"),
+    make_variant(LayoutSpec.from_preset("4bit_nc", layout="aos", rotation="orthogonal"), "sm90"),
+    make_variant(LayoutSpec.from_preset("k3v4_nc", layout="soa", rotation="orthogonal"), "sm90")]
 
 
-@pytest.mark.parametrize("variant", NVIDIA + NON_PRESET, ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", NVIDIA + NON_PRESET + PADDED, ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     kern = load_variant(variant)
     spec = variant.spec
@@ -59,7 +68,8 @@ def test_variant_matches_reference(variant):
             assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
 
 
-@pytest.mark.parametrize("variant", [v for v in NVIDIA if str(v.target) == "sm90"], ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", [v for v in NVIDIA if str(v.target) == "sm90"] + PADDED[2:4] + PADDED[:1],
+                         ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_store_special_values(variant, dtype):
     """NaN, ±inf, huge, saturating (fp8 keys by the hardware's satfinite conversion alone), signed-zero and tie inputs

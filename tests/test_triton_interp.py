@@ -34,6 +34,16 @@ CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [
     dict(preset="4bit_nc", layout="soa", value_bits=8),
     dict(preset="4bit_nc", layout="soa", head_dim=256, block_size=32),
     dict(preset="k3v4_nc", layout="aos", block_size=128, gqa=16),
+    # head_dim no power of two (Phi-3's 96, Phi-2's 80): computed padded to the next one, masked; the orthogonal
+    # rotation (the one such heads take) as an IEEE fp32 dot with the zero-padded matrix, also at a power of two
+    dict(preset="4bit_nc", layout="aos", head_dim=96, rotation="orthogonal", rotation_seed=5),  # norm renormalised
+    dict(preset="4bit_nc", layout="soa", head_dim=96, rotation="orthogonal", rotation_seed=5, dtype=torch.float16),
+    dict(preset="k3v4_nc", layout="soa", head_dim=80, rotation="orthogonal", rotation_seed=2, gqa=1),
+    dict(preset="3bit_nc", layout="aos", head_dim=80, rotation="orthogonal", block_size=32),
+    dict(preset="k8v4", layout="aos", head_dim=96),  # fp8 keys as they are: the query padded in the split kernel
+    dict(preset="k8v4", layout="soa", head_dim=48, rotation="orthogonal", rotation_seed=1),
+    dict(preset="4bit_nc", layout="aos", head_dim=96, rotation="orthogonal", key_bits=2, value_bits=8),
+    dict(preset="4bit_nc", layout="soa", rotation="orthogonal", rotation_seed=9),  # the dense rotation at D=128
 ]
 
 
@@ -74,12 +84,14 @@ def test_store_decode_dequant_match_reference(c):
     assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-def test_layout_equivalence_aos_soa_decode(preset):
-    """Same inputs, same fold setting: AoS and SoA caches decode to the same outputs."""
+@pytest.mark.parametrize("preset,head_dim", [(p, 128) for p in PRESETS] + [("k3v4_nc", 96)])
+def test_layout_equivalence_aos_soa_decode(preset, head_dim):
+    """Same inputs, same fold setting: AoS and SoA caches decode to the same outputs (also at a padded head_dim)."""
     outs = []
+    rot = {} if head_dim == 128 else dict(rotation="orthogonal")
     for layout in ("aos", "soa"):
-        spec = LayoutSpec.from_preset(preset, layout=layout, fold_norm=preset != "k8v4" and True or False)
+        spec = LayoutSpec.from_preset(preset, layout=layout, fold_norm=preset != "k8v4" and True or False,
+                                      head_dim=head_dim, **rot)
         case = Case(spec, [50, 19], 2, 4, seed=11).build("cpu")
         kern = load_triton(spec, "cpu")
         cache = ref.allocate(spec, case["num_blocks"], 2)
@@ -124,6 +136,8 @@ def test_gfx950_special_runs_in_interpreter():
 SPECIAL_CASES = [dict(preset=p, layout=l) for p in PRESETS for l in ("aos", "soa")] + [
     dict(preset="k8v4", layout="soa", rotation="rht", rotation_seed=3),
     dict(preset="4bit_nc", layout="aos", fold_norm=True, head_dim=64),
+    dict(preset="4bit_nc", layout="soa", head_dim=96, rotation="orthogonal"),  # the padded head, the dense rotation
+    dict(preset="k8v4", layout="aos", head_dim=80, rotation="orthogonal", rotation_seed=4),
 ]
 
 

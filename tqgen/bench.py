@@ -65,7 +65,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
 
 OPS = ("decode", "store", "dequant", "prefill")
-SUITES = ("targets", "sweep", "full", "smoke", "mixed", "prefill", "head256")
+SUITES = ("targets", "sweep", "full", "smoke", "mixed", "prefill", "head256", "head96")
 BACKEND_NAMES = ("cuda", "hip", "triton", "triton:gfx950_mfma", "reference")
 K = 1024
 
@@ -76,6 +76,7 @@ HEADS_D128 = ((8, 8, 128), MAIN, (64, 8, 128))
 HEADS_D64 = ((8, 8, 64), (32, 8, 64), (64, 8, 64))
 SMOLLM2 = (9, 3, 64)
 GEMMA = (16, 8, 256)  # head_dim 256: Gemma 2 9B / Gemma 3 12B's query and KV heads
+PHI3 = (32, 32, 96)  # head_dim 96, no power of two: Phi-3-mini's query and KV heads (Triton, padded to 128)
 BATCHES = (1, 8, 32, 128)
 LENGTHS = (1 * K, 4 * K, 16 * K, 32 * K, 128 * K)
 STORE_TOKENS = (1 * K, 16 * K, 64 * K, 256 * K, 1024 * K)
@@ -216,6 +217,9 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
     if suite == "head256":  # not one of issue 6's shapes: the C++ kernels at head_dim 256 beside Triton and SDPA
         return [Shape("decode", 1, 4 * K, *GEMMA), Shape("decode", 32, 8 * K, *GEMMA),
                 Shape("decode", 32, 32 * K, *GEMMA), Shape("store", 0, 0, *GEMMA, n=64 * K)]
+    if suite == "head96":  # not one of issue 6's shapes: the padded Triton kernels at head_dim 96 beside SDPA
+        return [Shape("decode", 1, 4 * K, *PHI3), Shape("decode", 8, 8 * K, *PHI3),
+                Shape("decode", 32, 4 * K, *PHI3), Shape("store", 0, 0, *PHI3, n=64 * K)]
     if suite == "full":
         heads = HEADS_D128 + HEADS_D64 + (SMOLLM2,)
         out = []
@@ -1138,12 +1142,19 @@ class Bench:
         """(kv, None) or (None, 'unavailable: <reason>')."""
         try:
             kv = self.tqr.load(preset, layout=layout, head_dim=d, num_kv_heads=hk, num_q_heads=hq,
-                               block_size=self.o.block_size, dtype=self.dtype, device=self.dev, backend=backend)
+                               block_size=self.o.block_size, dtype=self.dtype, device=self.dev, backend=backend,
+                               **rotation_for(d))
             return kv, None
         except Exception as e:  # noqa: BLE001 - SelectionError / SpecError / import errors alike
             lines = [x.strip(" -") for x in str(e).splitlines() if x.strip()]
             reason = "; ".join(lines[:3])[:300]
             return None, f"unavailable: {reason}"
+
+
+def rotation_for(head_dim: int) -> dict:
+    """The presets' spec overrides at ``head_dim``: a head_dim no power of two takes the orthogonal rotation (the
+    presets' Hadamard one needs a power of two; the slot bytes are the same)."""
+    return {} if head_dim & (head_dim - 1) == 0 else {"rotation": "orthogonal"}
 
 
 # =========================================================================== plan and run
@@ -1343,7 +1354,7 @@ def _list(o: Options, shapes: list[Shape]) -> dict:
         for s in ss:
             per_op[s.op] = per_op.get(s.op, 0) + 1
     one = [g for g in groups if g[0][0] == backends[0]]  # the estimate of one backend that loads
-    est = sum(estimate_seconds(s, _slot(LayoutSpec.from_preset(p, layout=lay, head_dim=s.d)))
+    est = sum(estimate_seconds(s, _slot(LayoutSpec.from_preset(p, layout=lay, head_dim=s.d, **rotation_for(s.d))))
               for (_, p, lay, *_), ss in one for s in ss)
     est += 2.0 * len({(g[1], g[2], g[5]) for g, _ in one})  # first-use Triton compiles per (preset, layout, D)
     uniq = list(dict.fromkeys(shapes))
@@ -1690,13 +1701,15 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                    help="targets: the shapes of issue 6's targets; sweep: decode vs L (B 1, 32); full: every shape "
                         "issue 6 lists; smoke: tiny CPU shapes; mixed: decode of batches of mixed lengths; prefill: prefill "
                         "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, the dequant, and batches of mixed lengths; "
-                        "head256: decode at B=1 L=4K, B=32 L=8K / 32K and store of 64K tokens at head_dim 256 (Hq 16, Hk 8) "
-                        "(default targets)")
+                        "head256: decode at B=1 L=4K, B=32 L=8K / 32K and store of 64K tokens at head_dim 256 (Hq 16, Hk 8); "
+                        "head96: decode at B=1 L=4K, B=8 L=8K, B=32 L=4K and store of 64K tokens at head_dim 96 (Phi-3-mini's "
+                        "Hq 32, Hk 32; orthogonal rotation) (default targets)")
     p.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable; default: the suite's)")
     p.add_argument("--preset", action="append", help=f"repeatable; default all: {', '.join(PRESETS)}")
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")
     p.add_argument("--head-dim", action="append", type=int,
-                   help="only the suite's shapes with this head_dim (repeatable; the suites have 64 and 128, head256 256)")
+                   help="only the suite's shapes with this head_dim (repeatable; the suites have 64 and 128, head256 256, "
+                        "head96 96)")
     p.add_argument("--gqa", action="append", type=int,
                    help="only the decode / prefill shapes with this many query heads a KV head (repeatable; full: 1, 3, 4, "
                         "8); store and dequant shapes, which have no queries, are left out")

@@ -154,11 +154,24 @@ def compile_variant(v: Variant, module, kernels: tuple[str, ...] | None = None) 
     return out
 
 
-def check_target(target: Target, variants: list[Variant] | None = None, head_dim: int | None = None,
-                 kernels: tuple[str, ...] | None = None) -> list[KernelReport]:
-    """Compile every default-matrix Triton variant of ``target`` (or ``variants``); ``head_dim``: the same specs at
-    that head_dim (re-lowered with their own options); ``kernels``: only these kernels."""
+def _at_head_dim(spec, head_dim: int | None, rotation: str | None = None):
+    """``spec`` at ``head_dim`` (None: its own) with a Hadamard-type rotation replaced by ``rotation``, or by the
+    orthogonal one where head_dim is no power of two (the rotation such heads take; the IR refuses a Hadamard one)."""
     import dataclasses
+
+    from .ir import Rotation, is_power_of_two
+    head_dim = spec.head_dim if head_dim is None else head_dim
+    rot = spec.rotation
+    if rot in (Rotation.HADAMARD, Rotation.RHT) and (rotation or not is_power_of_two(head_dim)):
+        rot = Rotation.parse(rotation or "orthogonal", "rotation")
+    return dataclasses.replace(spec, head_dim=head_dim, rotation=rot)
+
+
+def check_target(target: Target, variants: list[Variant] | None = None, head_dim: int | None = None,
+                 kernels: tuple[str, ...] | None = None, rotation: str | None = None) -> list[KernelReport]:
+    """Compile every default-matrix Triton variant of ``target`` (or ``variants``); ``head_dim`` / ``rotation``: the
+    same specs at that head_dim / with that rotation for their Hadamard-type one (re-lowered with their own options);
+    ``kernels``: only these kernels."""
 
     from .build import default_matrix, render_files
     from .lower_triton import make_variant
@@ -166,8 +179,9 @@ def check_target(target: Target, variants: list[Variant] | None = None, head_dim
 
     if variants is None:
         variants = [v for v in default_matrix()[0] if v.target is target and str(v.backend) == "triton"]
-    if head_dim is not None:
-        variants = [make_variant(dataclasses.replace(v.spec, head_dim=head_dim), v.target, v.kind) for v in variants]
+    if head_dim is not None or rotation is not None:
+        variants = [make_variant(_at_head_dim(v.spec, head_dim, rotation), v.target, v.kind) for v in variants
+                    if v.kind == "generic"]
     reports = []
     with tempfile.TemporaryDirectory() as d:
         for v in variants:
@@ -183,14 +197,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", required=True)
     ap.add_argument("--json", default=None)
     ap.add_argument("--head-dim", type=int, default=None,
-                    help="the default matrix's specs at this head_dim instead (each with its own options)")
+                    help="the default matrix's specs at this head_dim instead (each with its own options; where it is "
+                         "no power of two, rotated ones take the orthogonal rotation)")
+    ap.add_argument("--rotation", default=None, choices=["hadamard", "rht", "orthogonal"],
+                    help="the default matrix's rotated specs with this rotation instead")
     ap.add_argument("--kernel", action="append", choices=KERNELS, help="only these kernels (repeatable)")
     a = ap.parse_args(argv)
     target = Target.parse(a.target, "target")
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("unset TRITON_INTERPRET to compile", file=sys.stderr)
         return 2
-    reports = check_target(target, head_dim=a.head_dim, kernels=tuple(a.kernel) if a.kernel else None)
+    reports = check_target(target, head_dim=a.head_dim, kernels=tuple(a.kernel) if a.kernel else None,
+                           rotation=a.rotation)
     bad = [r for r in reports if not r.ok]
     for r in reports:
         status = "ok " if r.ok else "BAD"

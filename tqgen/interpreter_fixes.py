@@ -21,9 +21,14 @@
 8. Its ``tl.minimum`` / ``tl.maximum`` (and so ``tl.min`` / ``tl.max``) propagate NaN at the default
    ``propagate_nan=NONE`` (NumPy's minimum / maximum), where the GPU's min.f32 / max.f32 (IEEE minNum / maxNum) return
    the other operand: NaN-ignoring like the GPU (np.fmin / np.fmax); ``PropagateNan.ALL`` keeps propagating.
+9. It refuses ``tl.dot``'s ``input_precision="bf16x3"`` / ``"bf16x6"`` (the NVIDIA and AMD backends take them: the
+   NVIDIA renderings rotate by orthogonal matrices in bf16x6 dots, fp32-accurate); they are accepted and computed as
+   its fp32 dots are (NumPy's matmul: at least as accurate).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -99,6 +104,20 @@ def apply() -> None:
         return orig_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
 
     I.InterpreterBuilder.create_dot = create_dot
+
+    orig_init = I.InterpreterBuilder.__init__
+
+    def allow_bf16_splits(builder):  # item 9: the bf16 splits of an fp32 dot
+        extra = tuple(p for p in ("bf16x3", "bf16x6") if p not in builder.options.allowed_dot_input_precisions)
+        builder.options = dataclasses.replace(
+            builder.options, allowed_dot_input_precisions=builder.options.allowed_dot_input_precisions + extra)
+
+    def builder_init(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        allow_bf16_splits(self)
+
+    I.InterpreterBuilder.__init__ = builder_init
+    allow_bf16_splits(I.interpreter_builder)  # the module's own, made at import
 
     def create_inline_asm(self, asm, constraints, values, types, is_pure, pack):
         from .ptx_emu import run_elementwise

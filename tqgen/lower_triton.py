@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 
 from . import __version__
 from .codebook import lloyd_max, lut_words, search_grid
@@ -207,7 +208,26 @@ def triton_options(spec: LayoutSpec, target: Target) -> TritonOptions:
     for o in TRITON_OPTION_OVERRIDES:
         if o.applies(spec, target):
             opts = dataclasses.replace(opts, **dict(o.changes))
+    if dense_rotation(spec):  # the rotation's dots take DENSE_ROWS rows (dense_reasons), on the target's warps
+        opts = dataclasses.replace(opts, store_block_m=DENSE_ROWS, dequant_block_n=DENSE_ROWS, store_num_warps=0,
+                                   dequant_num_warps=0)
     return opts
+
+
+#: rows of the orthogonal rotation's dots in the store and the dequant (TritonOptions.store_block_m /
+#: dequant_block_n): tl.dot's least, 16; 32 rows of bf16x6 dots spilled 1.4 KB on sm90 (CPU compile, ROT_COLUMNS).
+#: The store and the dequant then run on the target's warps (sm90: 4; the one- and two-warp shapes that head_dim 128
+#: overrides pick kept 80-304 bytes of stack with the dots: tqgen.compile_check --rotation orthogonal)
+DENSE_ROWS = 16
+
+
+def dense_reasons(spec: LayoutSpec, opts: TritonOptions) -> list[Reason]:
+    """Why ``opts`` cannot run ``spec``'s orthogonal rotation (its dots take exactly DENSE_ROWS rows)."""
+    if not dense_rotation(spec) or (opts.store_block_m, opts.dequant_block_n) == (DENSE_ROWS, DENSE_ROWS):
+        return []
+    return [Reason("store_block_m/dequant_block_n", (opts.store_block_m, opts.dequant_block_n),
+                   [(DENSE_ROWS, DENSE_ROWS)], "the orthogonal rotation is a dot of 16 rows (tl.dot's least; 32 "
+                   "spilled): leave options out to get triton_options(spec, target)")]
 
 
 #: the specialised gfx950 decode (our stand-in for vLLM's FlyDSL kernel): wave64, MFMA 16x16 bf16 dots,
@@ -221,13 +241,10 @@ KINDS = ("generic", "gfx950_mfma")
 def triton_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> list[Reason]:
     """Why this spec cannot be lowered to Triton for this target (empty = eligible)."""
     r = list(check_target(spec, target))
-    if not is_power_of_two(spec.head_dim) or not 16 <= spec.head_dim <= 256:
-        r.append(Reason("head_dim", spec.head_dim, "a power of two in 16..256 for Triton",
-                        "tl.arange needs power-of-two extents; non-power-of-two head_dim runs on the reference backend"))
-    if spec.rotation is Rotation.ORTHOGONAL:
-        r.append(Reason("rotation", "orthogonal", ["hadamard", "rht"],
-                        "Triton kernels rotate with an in-register fast Walsh-Hadamard transform; "
-                        "dense orthogonal rotations run on the reference backend"))
+    if not isinstance(spec.head_dim, int) or not 16 <= spec.head_dim <= 256:
+        r.append(Reason("head_dim", spec.head_dim, "16..256 for Triton",
+                        "a head_dim that is no power of two runs padded to the next one (e.g. 96 as 128, masked); "
+                        "smaller or larger heads run on the reference backend"))
     if kind == "gfx950_mfma":
         if target is not Target.GFX950:
             r.append(Reason("target", str(target), ["gfx950"], "the MFMA-tuned decode exists for gfx950 only"))
@@ -303,7 +320,20 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
     ptx_v4 = ptx and vp.bits == 4 and vp.group_bytes == 1
     v4_parts = _parts(spec, "v_data") if ptx_v4 else 0
     v_parts = v4_parts or (8 if ptx_v3 else 0)
+    dp = padded_head_dim(spec.head_dim)
+    assert dp == spec.head_dim or not (k_parts or v4_parts), "word parts need head_dim a multiple of 128"
     return dict(
+        # a head_dim that is no power of two computes padded to head_dim_pad (HEAD_DIM), masked at the loads and
+        # stores (D_REAL) and in the reductions over a head (the value range, the centroids' norms)
+        head_dim_pad=dp, padded=dp != spec.head_dim, dense=dense_rotation(spec),
+        # groups of the packed fields over the padded head (the unpacking's extents); k_pack / v_pack.groups: stored
+        k_ng=None if spec.key_codec.is_fp8 else dp // kp.group_elements, v_ng=dp // vp.group_elements,
+        # the renormalising 4-bit decode sums squared centroids (fp16 table entries) over the padded head by a dot:
+        # the padded dims' codes read as 0, so it subtracts their exact part again
+        pad_sq=repr((dp - spec.head_dim) * float(np.float16(cb.centroids[0] ** 2))) if cb is not None else "0.0",
+        # the orthogonal rotation's dots: ROT_COLUMNS output columns each, fp32-accurate (bf16x6: six bf16 tensor-core
+        # dots on NVIDIA; the interpreter and AMD take IEEE fp32 dots)
+        rot_nc=min(ROT_COLUMNS, dp), rot_precision="bf16x6" if target.info.vendor is Vendor.NVIDIA else "ieee",
         ptx=ptx,
         # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
         ptx_k4=ptx_k4,
@@ -336,7 +366,7 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         fp8_satfinite=ptx and spec.key_codec is KeyCodec.FP8_E4M3FN,
         fp8_via_fp32=spec.key_codec is KeyCodec.FP8_E4B15,  # Triton's e4b15 → bf16 cast yields fp16 on sm80
         k_pack=bl["k_data"].pack, v_pack=bl["v_data"].pack,
-        log2_d=spec.head_dim.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
+        log2_d=dp.bit_length() - 1, inv_sqrt_d=repr(float(1.0 / math.sqrt(spec.head_dim))),
         rotate=rotates(spec), grid=None if spec.key_codec.is_fp8 else search_grid(spec.head_dim, spec.key_bits),
     )
 
@@ -346,7 +376,7 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
     t = Target.parse(target, "target")
     reasons = triton_reasons(spec, t, kind)
     opts = options or (GFX950_SPECIAL_OPTIONS if kind == "gfx950_mfma" else triton_options(spec, t))
-    reasons += opts.reasons(t)
+    reasons += opts.reasons(t) + dense_reasons(spec, opts)
     if reasons:
         from .ir import SpecError
         raise SpecError(reasons, f"cannot lower {spec.token} to triton for {t} ({kind})")
@@ -385,14 +415,33 @@ def _layout_constexprs(spec: LayoutSpec, num_kv_heads: int) -> tuple[tuple[str, 
     return tuple(out.items())
 
 
+#: output columns of one dot of the orthogonal rotation (the store, tq_prep_query, the dequant): a whole
+#: [D, D] operand kept 16 query rows' fp32 dot in 224 registers and 72 KB of shared memory on sm90 (IEEE) or spilled
+#: 312-400 bytes (tf32x3 / bf16x6); 32 columns in bf16x6 take 179 registers, no stack, 16 KB (CPU compile of a
+#: [16, 128] x [128, 32] dot; 16 columns spilled 96 bytes); gfx942 IEEE 96 VGPRs
+ROT_COLUMNS = 32
+
 #: query rows a tq_prep_query program rotates (the decode's stage 0 for rotated keys)
 PREP_ROWS = 16
 
 
 def rotates(spec: LayoutSpec) -> bool:
     """Whether the Triton kernels rotate (the store's keys, the decode's queries by tq_prep_query, the dequant's keys
-    back): the Hadamard-type rotations, the only ones Triton lowers (``triton_reasons``)."""
-    return spec.rotation in (Rotation.HADAMARD, Rotation.RHT)
+    back): every rotation but none (the Hadamard-type ones by an in-register fast Walsh-Hadamard transform, the
+    orthogonal one as a dot with the matrix: ``dense_rotation``)."""
+    return spec.rotation in (Rotation.HADAMARD, Rotation.RHT, Rotation.ORTHOGONAL)
+
+
+def dense_rotation(spec: LayoutSpec) -> bool:
+    """Whether the kernels rotate by a dot with Πᵀ (a seeded orthogonal matrix, any head_dim: the launcher passes it
+    zero-padded to [padded_head_dim]² in fp32, the dot in IEEE fp32) rather than by the Walsh-Hadamard butterflies."""
+    return spec.rotation is Rotation.ORTHOGONAL
+
+
+def padded_head_dim(head_dim: int) -> int:
+    """The power of two the Triton kernels compute a head in (tl.arange extents): head_dim itself where it is one, else
+    the next (96 -> 128: the padded dims load as zeros, meet a zero query / rotation row, and are never stored)."""
+    return 1 << (head_dim - 1).bit_length()
 
 
 def gqa_rows(g: int) -> int:

@@ -25,7 +25,8 @@ import torch
 from . import reference as ref
 from .codebook import lloyd_max, search_grid
 from .ir import LayoutSpec, Rotation, Target, Vendor
-from .lower_triton import PREP_ROWS, gqa_rows, layout_constexprs, make_variant, rotates
+from .lower_triton import (PREP_ROWS, dense_rotation, gqa_rows, layout_constexprs, make_variant, padded_head_dim,
+                           rotates)
 from .build import variant_dir
 from .tuning import sm_count
 from .variants import Variant
@@ -70,7 +71,13 @@ class TritonKernels:
                 c.update(cent=torch.from_numpy(cb.centroids.copy()).to(device),
                          gcode=torch.tensor(g.below, dtype=torch.int32, device=device),
                          gmid=torch.from_numpy(g.cell_midpoints(cb.midpoints)).to(device))
-            if rotates(s):  # (fp8 keys may be rotated too)
+            if dense_rotation(s):  # [Πᵀ, Π], zero-padded to the kernels' power-of-two head
+                dp, pi = padded_head_dim(s.head_dim), ref.rotation(s)
+                rot = torch.zeros(2, dp, dp, dtype=torch.float32)
+                rot[0, :s.head_dim, :s.head_dim] = pi.T
+                rot[1, :s.head_dim, :s.head_dim] = pi
+                c.update(rot=rot.to(device))
+            elif rotates(s):  # (fp8 keys may be rotated too)
                 from .rotation import random_signs
                 signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
                     else np.ones(s.head_dim, dtype=np.float32)
@@ -137,7 +144,7 @@ class TritonKernels:
         return s
 
     def workspace(self, batch: int, num_q_heads: int, num_splits: int, device) -> dict[str, torch.Tensor]:
-        d = self.spec.head_dim
+        d = padded_head_dim(self.spec.head_dim)  # the split outputs and rotated queries span the padded head
         ws = {"acc": torch.empty(batch, num_q_heads, num_splits, d, dtype=torch.float32, device=device),
               "lse": torch.empty(batch, num_q_heads, num_splits, dtype=torch.float32, device=device),
               # a balanced decode's plan: each sequence's first program and programs, for the merge
@@ -148,10 +155,10 @@ class TritonKernels:
         return ws
 
     def query_scale(self, scale: float) -> float:
-        """The decode's query factor: softmax scale · log2(e), / sqrt(D) with a rotation (tq_prep_query's
-        Hadamard transform is unnormalised)."""
+        """The decode's query factor: softmax scale · log2(e), / sqrt(D) with a Hadamard-type rotation (tq_prep_query's
+        transform is unnormalised; the dense orthogonal Π is not)."""
         s = scale * LOG2E
-        return s / math.sqrt(self.spec.head_dim) if rotates(self.spec) else s
+        return s / math.sqrt(self.spec.head_dim) if rotates(self.spec) and not dense_rotation(self.spec) else s
 
     def decode(self, query: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                *, scale: float | None = None, sinks: torch.Tensor | None = None, sliding_window: int | None = None,
@@ -206,8 +213,9 @@ class TritonKernels:
         kw = self._launch_kw(cache.device, decode=True)
         q, qscale = query.contiguous(), self.query_scale(scale)
         if rotates(s):  # q · Πᵀ · scale · log2(e) in fp32, rounded once to the query's type
-            if "q" not in ws or ws["q"].shape[0] < b or ws["q"].shape[1:] != (hq, d):
-                raise ValueError(f"workspace lacks the rotated queries' buffer 'q' [≥ {b}, {hq}, {d}]: make it with "
+            dp = padded_head_dim(d)
+            if "q" not in ws or ws["q"].shape[0] < b or ws["q"].shape[1:] != (hq, dp):
+                raise ValueError(f"workspace lacks the rotated queries' buffer 'q' [≥ {b}, {hq}, {dp}]: make it with "
                                  "workspace(batch, num_q_heads, num_splits, device)")
             rq = ws["q"][:b].view(query.dtype)
             self.module.tq_prep_query[(triton_cdiv(b * hq, PREP_ROWS),)](
