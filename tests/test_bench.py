@@ -290,8 +290,9 @@ def test_suites():
     assert {(s.op, s.b, s.l, s.n) for s in h} == {("decode", 1, 4 * K, 0), ("decode", 8, 8 * K, 0),
                                                   ("decode", 32, 4 * K, 0), ("store", 0, 0, 64 * K)}
     assert all((s.hq, s.hk, s.d) == (32, 32, 96) for s in h)
-    assert rotation_for(96) == {"rotation": "orthogonal"} and rotation_for(128) == rotation_for(256) == {}
-    spec = LayoutSpec.from_preset("4bit_nc", head_dim=96, **rotation_for(96))
+    assert rotation_for(96, "4bit_nc") == {"rotation": "orthogonal"} and rotation_for(96, "k8v4") == {}
+    assert rotation_for(128, "4bit_nc") == rotation_for(256, "3bit_nc") == {}
+    spec = LayoutSpec.from_preset("4bit_nc", head_dim=96, **rotation_for(96, "4bit_nc"))
     assert store_bytes(spec, 1024, 32)[1] == 1024 * 32 * (48 + 2 + 48 + 4)  # codes + norm + values + scale / zero
 
 

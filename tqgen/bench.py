@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .cli import command
-from .ir import PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, resolve_preset
+from .ir import PRESETS, Backend, Layout, LayoutSpec, Reason, Rotation, SpecError, resolve_preset
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
@@ -1143,7 +1143,7 @@ class Bench:
         try:
             kv = self.tqr.load(preset, layout=layout, head_dim=d, num_kv_heads=hk, num_q_heads=hq,
                                block_size=self.o.block_size, dtype=self.dtype, device=self.dev, backend=backend,
-                               **rotation_for(d))
+                               **rotation_for(d, preset))
             return kv, None
         except Exception as e:  # noqa: BLE001 - SelectionError / SpecError / import errors alike
             lines = [x.strip(" -") for x in str(e).splitlines() if x.strip()]
@@ -1151,10 +1151,12 @@ class Bench:
             return None, f"unavailable: {reason}"
 
 
-def rotation_for(head_dim: int) -> dict:
-    """The presets' spec overrides at ``head_dim``: a head_dim no power of two takes the orthogonal rotation (the
-    presets' Hadamard one needs a power of two; the slot bytes are the same)."""
-    return {} if head_dim & (head_dim - 1) == 0 else {"rotation": "orthogonal"}
+def rotation_for(head_dim: int, preset: str) -> dict:
+    """A preset's spec overrides at ``head_dim``: where head_dim is no power of two, a preset that rotates (Hadamard:
+    the Lloyd-Max ones) takes the orthogonal rotation (the slot bytes are the same); fp8 keys stay unrotated."""
+    if head_dim & (head_dim - 1) == 0 or LayoutSpec.from_preset(preset).rotation is Rotation.NONE:
+        return {}
+    return {"rotation": "orthogonal"}
 
 
 # =========================================================================== plan and run
@@ -1354,7 +1356,7 @@ def _list(o: Options, shapes: list[Shape]) -> dict:
         for s in ss:
             per_op[s.op] = per_op.get(s.op, 0) + 1
     one = [g for g in groups if g[0][0] == backends[0]]  # the estimate of one backend that loads
-    est = sum(estimate_seconds(s, _slot(LayoutSpec.from_preset(p, layout=lay, head_dim=s.d, **rotation_for(s.d))))
+    est = sum(estimate_seconds(s, _slot(LayoutSpec.from_preset(p, layout=lay, head_dim=s.d, **rotation_for(s.d, p))))
               for (_, p, lay, *_), ss in one for s in ss)
     est += 2.0 * len({(g[1], g[2], g[5]) for g, _ in one})  # first-use Triton compiles per (preset, layout, D)
     uniq = list(dict.fromkeys(shapes))
