@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .cli import command
-from .ir import PRESETS, Backend, Layout, LayoutSpec, Reason, Rotation, SpecError, resolve_preset
+from .ir import PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, resolve_preset, rotation_at
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
@@ -1154,9 +1154,8 @@ class Bench:
 def rotation_for(head_dim: int, preset: str) -> dict:
     """A preset's spec overrides at ``head_dim``: where head_dim is no power of two, a preset that rotates (Hadamard:
     the Lloyd-Max ones) takes the orthogonal rotation (the slot bytes are the same); fp8 keys stay unrotated."""
-    if head_dim & (head_dim - 1) == 0 or LayoutSpec.from_preset(preset).rotation is Rotation.NONE:
-        return {}
-    return {"rotation": "orthogonal"}
+    rot = LayoutSpec.from_preset(preset).rotation
+    return {} if rotation_at(rot, head_dim) is rot else {"rotation": str(rotation_at(rot, head_dim))}
 
 
 # =========================================================================== plan and run

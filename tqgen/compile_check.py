@@ -159,11 +159,11 @@ def _at_head_dim(spec, head_dim: int | None, rotation: str | None = None):
     orthogonal one where head_dim is no power of two (the rotation such heads take; the IR refuses a Hadamard one)."""
     import dataclasses
 
-    from .ir import Rotation, is_power_of_two
+    from .ir import Rotation, rotation_at
     head_dim = spec.head_dim if head_dim is None else head_dim
-    rot = spec.rotation
-    if rot in (Rotation.HADAMARD, Rotation.RHT) and (rotation or not is_power_of_two(head_dim)):
-        rot = Rotation.parse(rotation or "orthogonal", "rotation")
+    rot = rotation_at(spec.rotation, head_dim)
+    if rotation and spec.rotation in (Rotation.HADAMARD, Rotation.RHT):
+        rot = Rotation.parse(rotation, "rotation")
     return dataclasses.replace(spec, head_dim=head_dim, rotation=rot)
 
 

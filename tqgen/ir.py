@@ -185,6 +185,19 @@ def is_power_of_two(n: int) -> bool:
     return n > 0 and (n & (n - 1)) == 0
 
 
+def pow2_at_least(n: int) -> int:
+    """The least power of two >= n (1 for n <= 1)."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def rotation_at(rotation: "Rotation", head_dim: int) -> "Rotation":
+    """The rotation a spec with ``rotation`` takes at ``head_dim``: a Hadamard-type one becomes the orthogonal one where
+    head_dim is no power of two (a Sylvester Hadamard matrix needs one; the slot bytes are the same)."""
+    if rotation in (Rotation.HADAMARD, Rotation.RHT) and not is_power_of_two(head_dim):
+        return Rotation.ORTHOGONAL
+    return rotation
+
+
 @dataclass(frozen=True, slots=True)
 class Preset:
     name: str

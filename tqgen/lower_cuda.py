@@ -22,7 +22,7 @@ import numpy as np
 from . import __version__
 from .codebook import lloyd_max, lut_words, search_grid
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
-                 check_target)
+                 check_target, pow2_at_least)
 from .layout import derive_layout, field_alignment, pow2_divisor
 from .lower_triton import BANNER, TEMPLATE_DIR, OptionOverride, _env, template_stamp
 from .rotation import random_signs
@@ -786,10 +786,6 @@ def _thread_copies(spec: LayoutSpec, platform: Platform) -> bool:
             and (bl.kd // 4) % 4 == 0 and (bl.vd // 8) % 4 == 0)
 
 
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
 def _lds_width(nbytes: int) -> int:
     """Widest shared-memory access (16, 8 or 4 bytes) that tiles a piece of ``nbytes`` at offsets
     that are multiples of it (the AoS slots' swizzle count, ``_slot_lines``)."""
@@ -898,7 +894,7 @@ def read_wavefronts(instrs, ncp: int, sa: int, sb: int) -> int:
 @lru_cache(maxsize=None)
 def line_swizzle(kd: int, vd: int) -> tuple[int, int, int]:
     """(ncp, sa, sb) with the fewest wavefronts (``line_conflicts``); ties go to the smallest."""
-    ncp = _pow2_at_least((kd + vd) // 16)
+    ncp = pow2_at_least((kd + vd) // 16)
     best = min((line_conflicts(kd, vd, ncp, sa, sb), sa, sb) for sa in range(ncp) for sb in range(ncp)
                if sa * 3 < ncp)  # every swz(t) < ncp, so c ^ swz(t) stays in the row
     return ncp, best[1], best[2]
@@ -922,7 +918,7 @@ def aos_swizzle_candidates(nc: int, octets: bool = False) -> list[tuple[int, int
     """``line_swizzle_aos``' candidate rows (ncp, sa, sb): ``nc`` or ``nc + 1`` chunks unswizzled, or a power of two
     of chunks (``octets``: ``nc`` rounded up to a multiple of 8, the swizzle inside each octet) with a swizzle."""
     cands = [(n, 0, 0) for n in (nc, nc + 1)]
-    p2 = -(-nc // 8) * 8 if octets else _pow2_at_least(nc)
+    p2 = -(-nc // 8) * 8 if octets else pow2_at_least(nc)
     lim = min(p2, 8) if octets else p2
     return cands + [(p2, sa, sb) for sa in range(lim) for sb in range(lim) if sa * 3 < lim and (sa or sb)]
 

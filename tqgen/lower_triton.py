@@ -21,7 +21,7 @@ import numpy as np
 from . import __version__
 from .codebook import lloyd_max, lut_words, search_grid
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, Target, Vendor, check_target,
-                 is_power_of_two)
+                 is_power_of_two, pow2_at_least)
 from .layout import derive_layout, field_alignment
 from .variants import GFX950_SPECIAL_RULES, Request, Variant, generic_rules
 
@@ -441,7 +441,7 @@ def dense_rotation(spec: LayoutSpec) -> bool:
 def padded_head_dim(head_dim: int) -> int:
     """The power of two the Triton kernels compute a head in (tl.arange extents): head_dim itself where it is one, else
     the next (96 -> 128: the padded dims load as zeros, meet a zero query / rotation row, and are never stored)."""
-    return 1 << (head_dim - 1).bit_length()
+    return pow2_at_least(head_dim)
 
 
 def gqa_rows(g: int) -> int:
