@@ -13,7 +13,7 @@ import torch
 from tqgen import LayoutSpec
 from tqgen import reference as ref
 from tqgen.testing import DECODE_TOL, Case, check_decode, compare_store, rel_err, special_store_diff
-from tqgen.triton_launch import load_triton
+from tqgen.triton_launch import bf16_parts, load_triton
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests run where there is no GPU")
 
@@ -152,6 +152,24 @@ def test_store_special_values(c, dtype, target):
     spec, _, _, _ = make(c)
     diff = special_store_diff(load_triton(spec, target).store, spec, dtype)
     assert diff.ok, diff.summary()
+
+
+def test_orthogonal_store_operands_split_exactly():
+    """The store's orthogonal rotation (_rot_cols_exact) as plain bf16 dots: Π^T's three bf16 parts (bf16_parts, each
+    the rest rounded to nearest) sum to it exactly (24 bits in 3 x 8), and an fp16 key's two (its bf16 rounding and
+    the rest) to the key (11 bits in 2 x 8), subnormals and the largest values included; a bf16 key is its own one.
+    The dots then drop only products below 2^-16 of the largest, as bf16x6 does."""
+    for d in (96, 80, 128):
+        pt = ref.rotation(LayoutSpec.from_preset("4bit_nc", head_dim=d, rotation="orthogonal")).T
+        p = bf16_parts(pt)
+        assert p.dtype == torch.bfloat16 and p.shape == (3, d, d)
+        assert torch.equal(p.double().sum(0), pt.double())
+        assert (p[2] != 0).any()  # the third part is needed
+    k = torch.cat([torch.randn(8192) * 100, torch.tensor([65504.0, -65504.0, 6e-8, -3e-5, 2049.0, 0.0])]).half()
+    a0 = k.float().to(torch.bfloat16)
+    a1 = (k.float() - a0.float()).to(torch.bfloat16)
+    assert torch.equal(a0.double() + a1.double(), k.double())
+    assert (a1 != 0).any()
 
 
 def test_store_rejects_bad_input():

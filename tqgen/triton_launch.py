@@ -50,6 +50,16 @@ def import_kernel_module(path: Path):
     return mod
 
 
+def bf16_parts(m: torch.Tensor) -> torch.Tensor:
+    """fp32 m as three bf16 parts [3, *m.shape], b0 + b1 + b2 = m to fp32's precision (each the rest rounded to
+    nearest; exact subtractions): the store's Πᵀ operand for the orthogonal rotation (_rot_cols_exact)."""
+    parts, rest = [], m.float()
+    for _ in range(3):
+        parts.append(rest.to(torch.bfloat16))
+        rest = rest - parts[-1].float()
+    return torch.stack(parts)
+
+
 @dataclass
 class TritonKernels:
     variant: Variant
@@ -76,7 +86,7 @@ class TritonKernels:
                 rot = torch.zeros(2, dp, dp, dtype=torch.float32)
                 rot[0, :s.head_dim, :s.head_dim] = pi.T
                 rot[1, :s.head_dim, :s.head_dim] = pi
-                c.update(rot=rot.to(device))
+                c.update(rot=rot.to(device), store_rot=bf16_parts(rot[0]).to(device))
             elif rotates(s):  # (fp8 keys may be rotated too)
                 from .rotation import random_signs
                 signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
@@ -116,7 +126,7 @@ class TritonKernels:
         bm = opts.store_block_m
         grid = (triton_cdiv(n * hk, bm),)
         self.module.tq_store[grid](
-            key, value, cache, cache.view(torch.int16), slot_mapping, c["rot"], c["gcode"], c["gmid"], c["cent"],
+            key, value, cache, cache.view(torch.int16), slot_mapping, c.get("store_rot", c["rot"]), c["gcode"], c["gmid"], c["cent"],
             n * hk,
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
             **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device, store=True))
