@@ -215,7 +215,9 @@ def triton_options(spec: LayoutSpec, target: Target) -> TritonOptions:
 
 
 #: rows of the orthogonal rotation's dots in the store and the dequant (TritonOptions.store_block_m /
-#: dequant_block_n): tl.dot's least, 16; 32 rows of bf16x6 dots spilled 1.4 KB on sm90 (CPU compile, ROT_COLUMNS).
+#: dequant_block_n): tl.dot's least, 16; 32 rows of bf16x6 dots spilled 1.4 KB on sm90 (CPU compile, ROT_COLUMNS);
+#: the store's exact-part dots at 32 x 4 warps / 64 x 8 ran 1.07-1.98x the time of 16 x 4 on an H100 (head_dim 96,
+#: bench/results/h100-2026-12-06-session49.md).
 #: The store and the dequant then run on the target's warps (sm90: 4; the one- and two-warp shapes that head_dim 128
 #: overrides pick kept 80-304 bytes of stack with the dots: tqgen.compile_check --rotation orthogonal)
 DENSE_ROWS = 16
@@ -331,8 +333,9 @@ def _render_inputs(spec: LayoutSpec, kind: str, target: Target) -> dict[str, Any
         # the renormalising 4-bit decode sums squared centroids (fp16 table entries) over the padded head by a dot:
         # the padded dims' codes read as 0, so it subtracts their exact part again
         pad_sq=repr((dp - spec.head_dim) * float(np.float16(cb.centroids[0] ** 2))) if cb is not None else "0.0",
-        # the orthogonal rotation's dots: ROT_COLUMNS output columns each, fp32-accurate (bf16x6: six bf16 tensor-core
-        # dots on NVIDIA; the interpreter and AMD take IEEE fp32 dots)
+        # the orthogonal rotation's dots: ROT_COLUMNS output columns each, fp32-accurate. The store's keys enter as
+        # their exact bf16 parts against Pi^T's three (plain bf16 dots, every target); the query's rotation and the
+        # dequant's fp32 operands take bf16x6 on NVIDIA (six bf16 tensor-core dots), IEEE fp32 on AMD / the interpreter
         rot_nc=min(ROT_COLUMNS, dp), rot_precision="bf16x6" if target.info.vendor is Vendor.NVIDIA else "ieee",
         ptx=ptx,
         # each half of a 4-bit key tile meets its query half in a dot of head_dim / 2 (tl.dot: K >= 16)
@@ -433,8 +436,9 @@ def rotates(spec: LayoutSpec) -> bool:
 
 
 def dense_rotation(spec: LayoutSpec) -> bool:
-    """Whether the kernels rotate by a dot with Πᵀ (a seeded orthogonal matrix, any head_dim: the launcher passes it
-    zero-padded to [padded_head_dim]² in fp32, the dot in IEEE fp32) rather than by the Walsh-Hadamard butterflies."""
+    """Whether the kernels rotate by a dot with Πᵀ (a seeded orthogonal matrix, any head_dim: the launcher passes
+    [Πᵀ, Π] zero-padded to [padded_head_dim]² in fp32, and the store Πᵀ as three bf16 parts) rather than by the
+    Walsh-Hadamard butterflies."""
     return spec.rotation is Rotation.ORTHOGONAL
 
 
