@@ -208,9 +208,9 @@ def triton_options(spec: LayoutSpec, target: Target) -> TritonOptions:
     for o in TRITON_OPTION_OVERRIDES:
         if o.applies(spec, target):
             opts = dataclasses.replace(opts, **dict(o.changes))
-    if dense_rotation(spec):  # the rotation's dots take DENSE_ROWS rows (dense_reasons), on the target's warps
-        opts = dataclasses.replace(opts, store_block_m=DENSE_ROWS, dequant_block_n=DENSE_ROWS, store_num_warps=0,
-                                   dequant_num_warps=0)
+    if dense_rotation(spec):  # the rotation's dots take DENSE_ROWS rows (dense_reasons); the store on DENSE_STORE_WARPS
+        opts = dataclasses.replace(opts, store_block_m=DENSE_ROWS, dequant_block_n=DENSE_ROWS,
+                                   store_num_warps=DENSE_STORE_WARPS[target.info.vendor], dequant_num_warps=0)
     return opts
 
 
@@ -218,9 +218,15 @@ def triton_options(spec: LayoutSpec, target: Target) -> TritonOptions:
 #: dequant_block_n): tl.dot's least, 16; 32 rows of bf16x6 dots spilled 1.4 KB on sm90 (CPU compile, ROT_COLUMNS);
 #: the store's exact-part dots at 32 x 4 warps / 64 x 8 ran 1.07-1.98x the time of 16 x 4 on an H100 (head_dim 96,
 #: bench/results/h100-2026-12-06-session49.md).
-#: The store and the dequant then run on the target's warps (sm90: 4; the one- and two-warp shapes that head_dim 128
-#: overrides pick kept 80-304 bytes of stack with the dots: tqgen.compile_check --rotation orthogonal)
+#: The dequant then runs on the target's warps, the store on DENSE_STORE_WARPS (the one- and two-warp shapes that
+#: head_dim 128 overrides pick kept 80-304 bytes of stack with the dots: tqgen.compile_check --rotation orthogonal)
 DENSE_ROWS = 16
+#: warps of the rotated store's 16-row programs by vendor. NVIDIA 2: on an H100 (head_dim 96, 64K tokens x 32 heads,
+#: bench/results/h100-2026-12-06-session49.md) 0.99-1.01x the time of 4 warps with bf16 keys (SoA 4bit_nc), 0.94x
+#: (AoS 3bit_nc), 0.81x with fp16 keys; sm80 / sm86 / sm89's default 8 kept an 8-byte stack frame in sm86's AoS
+#: 3bit_nc; 2 and 4 compile clean on sm80-sm90. AMD 4 (2 spilled 2-8 VGPRs on gfx90a / gfx942 with 3-bit keys). CPU
+#: compiles: tqgen.compile_check --head-dim 96 --kernel tq_store. The interpreter (CPU) takes no warps: 4 as AMD
+DENSE_STORE_WARPS = {Vendor.NVIDIA: 2, Vendor.AMD: 4, Vendor.CPU: 4}
 
 
 def dense_reasons(spec: LayoutSpec, opts: TritonOptions) -> list[Reason]:
