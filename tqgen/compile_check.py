@@ -68,7 +68,9 @@ def kernel_signatures(v: Variant) -> dict[str, tuple[dict, dict]]:
     return prep | {
         "tq_store": ({"key_ptr": f"*{dt}", "value_ptr": f"*{dt}", "cache_ptr": "*u8", "cache16_ptr": "*i16",
                       "slot_ptr": "*i32",
-                      "rot_ptr": "*bf16" if dense_rotation(v.spec) else "*fp32", "gcode_ptr": "*i32", "gmid_ptr": "*fp32", "cent_ptr": "*fp32",
+                      # the orthogonal rotation's store takes Pi^T as three bf16 parts (triton_launch.bf16_parts)
+                      "rot_ptr": "*bf16" if dense_rotation(v.spec) else "*fp32",
+                      "gcode_ptr": "*i32", "gmid_ptr": "*fp32", "cent_ptr": "*fp32",
                       "n_rows": "i32",
                       "stride_kn": "i32", "stride_kh": "i32", "stride_vn": "i32", "stride_vh": "i32"},
                      lay | {"BLOCK_M": o.store_block_m}),

@@ -126,8 +126,9 @@ class TritonKernels:
         bm = opts.store_block_m
         grid = (triton_cdiv(n * hk, bm),)
         self.module.tq_store[grid](
-            key, value, cache, cache.view(torch.int16), slot_mapping, c.get("store_rot", c["rot"]), c["gcode"], c["gmid"], c["cent"],
-            n * hk,
+            key, value, cache, cache.view(torch.int16), slot_mapping,
+            c.get("store_rot", c["rot"]),  # the orthogonal rotation: Pi^T's bf16 parts
+            c["gcode"], c["gmid"], c["cent"], n * hk,
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
             **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device, store=True))
 
