@@ -92,6 +92,7 @@ class TritonKernels:
                 signs = random_signs(s.head_dim, s.rotation_seed) if s.rotation is Rotation.RHT \
                     else np.ones(s.head_dim, dtype=np.float32)
                 c.update(rot=torch.from_numpy(signs).to(device))
+            c.setdefault("store_rot", c["rot"])  # the store's rotation operand (its own only for the dense one)
             self._consts[key] = c
         return self._consts[key]
 
@@ -127,7 +128,7 @@ class TritonKernels:
         grid = (triton_cdiv(n * hk, bm),)
         self.module.tq_store[grid](
             key, value, cache, cache.view(torch.int16), slot_mapping,
-            c.get("store_rot", c["rot"]),  # the orthogonal rotation: Pi^T's bf16 parts
+            c["store_rot"],
             c["gcode"], c["gmid"], c["cent"], n * hk,
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
             **layout_constexprs(self.spec, hk), BLOCK_M=bm, **self._launch_kw(cache.device, store=True))

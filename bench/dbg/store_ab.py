@@ -54,7 +54,7 @@ def bench(spec, which, bm, warps, dtype, key, val, slots):
         lt.DENSE_ROWS = saved
     c = kern._device_consts(key.device)  # the store asks by the cache's device: "cuda:0"
     if which == "old":
-        c.pop("store_rot", None)  # the old store reads [Pi^T, Pi] in fp32
+        c["store_rot"] = c["rot"]  # the old store reads [Pi^T, Pi] in fp32
     cache = ref.allocate(spec, n // spec.block_size, hk, "cuda")
     for _ in range(3):
         kern.store(key, val, cache, slots, check=False)
