@@ -10,7 +10,8 @@ For each kernel (store, decode, dequant) the candidates of the device's chain ar
 A candidate is passed over when its backend does not exist yet, when its eligibility rules reject
 the request, or when loading / compiling it raises — the failure becomes a reason and the next
 candidate is tried. ``backend=`` (or ``TQGEN_BACKEND``) forces one backend; forcing an ineligible
-one raises with every reason.
+one raises with every reason. The C++ variant of a spec with the orthogonal rotation (head_dim 96) is a decode only:
+its store and dequant go to Triton, also where the C++ backend is forced.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tqgen.backends import backend_label, generated_chain
-from tqgen.ir import Backend, Layout, LayoutSpec, Reason, Target, Vendor
+from tqgen.ir import Backend, Layout, LayoutSpec, Reason, Target, Vendor, is_power_of_two
 from tqgen.variants import Request
 
 log = logging.getLogger("tqgen_runtime")
@@ -111,11 +112,12 @@ def candidate_reasons(c: Candidate, req: Request, target: Target, kernel: str) -
     if kernel not in c.kernels:
         return [f"{c.name} implements {', '.join(c.kernels)} only"]
     if c.backend in (Backend.CUDA, Backend.HIP):
-        from tqgen.lower_cuda import backend_for, cuda_reasons, cuda_rules
+        from tqgen.lower_cuda import backend_for, cuda_kernel_reasons, cuda_reasons, cuda_rules
         if target is Target.CPU or backend_for(target) is not c.backend:
             return [f"{c.backend} kernels need {'an NVIDIA' if c.backend is Backend.CUDA else 'an AMD'} GPU; "
                     f"this device is {target}"]
-        reasons = [str(r) for r in cuda_reasons(req.spec, target, c.kind)]
+        # (an orthogonal rotation's C++ variant decodes only: its store and dequant go on to Triton)
+        reasons = [str(r) for r in cuda_reasons(req.spec, target, c.kind) + cuda_kernel_reasons(req.spec, kernel)]
         return reasons or [str(r) for r in cuda_rules(req.spec).reasons(req)]
     if c.backend is Backend.REFERENCE:
         return []
@@ -175,17 +177,28 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
         pool = chain(target, interpret=True) + [Candidate(Backend(backend.split(':')[0]))]
         cands = [c for c in pool if c.name == backend][:1]
     for k in KERNELS:
-        plan.candidates[k] = [(c, candidate_reasons(c, req, target, k)) for c in _ordered(cands, k, req, target)]
+        ks = _ordered(cands, k, req, target)
+        if backend and any(c.backend in (Backend.CUDA, Backend.HIP) for c in ks) and _cpp_decode_only(req, k):
+            ks = ks + [Candidate(Backend.TRITON)]  # a forced C++ backend's dense rotation: Triton stores, dequantises
+        plan.candidates[k] = [(c, candidate_reasons(c, req, target, k)) for c in ks]
     return plan
+
+
+def _cpp_decode_only(req: Request, kernel: str) -> bool:
+    """The C++ variant of this spec lowers but does not serve ``kernel`` (an orthogonal rotation's store and dequant:
+    tqgen.lower_cuda.cuda_kernel_reasons)."""
+    from tqgen.lower_cuda import cuda_kernel_reasons
+    return bool(cuda_kernel_reasons(req.spec, kernel))
 
 
 #: measured exceptions to a chain's order (bench/results/h200-2026-12-01-store-v4.md): on NVIDIA the
 #: Triton store of fp8 keys into AoS pages runs at 55-57 % of the copy ceiling, the CUDA one at 49-51 %
 #: (4-byte aligned slots: 4-byte stores); everywhere else the CUDA store is faster (SoA fp8 keys
-#: 65-91 % vs 67-70 %, Lloyd-Max keys 56-65 % vs 7-24 %)
+#: 65-91 % vs 67-70 %, Lloyd-Max keys 56-65 % vs 7-24 %), but at head_dim 96 (3 lanes a row in the C++ store):
+#: SoA fp8 keys 85.4 % (Triton) vs 65.6 % (bench/results/h100-2026-12-06-head96-cpp-graph.md)
 def _ordered(cands: list[Candidate], kernel: str, req: Request, target: Target) -> list[Candidate]:
-    if (kernel == "store" and req.spec.key_codec.is_fp8 and req.spec.layout is Layout.AOS
-            and target.info.vendor is Vendor.NVIDIA):
+    if (kernel == "store" and req.spec.key_codec.is_fp8 and target.info.vendor is Vendor.NVIDIA
+            and (req.spec.layout is Layout.AOS or not is_power_of_two(req.spec.head_dim))):
         return sorted(cands, key=lambda c: {Backend.TRITON: 0, Backend.CUDA: 1}.get(c.backend, 2))
     return cands
 

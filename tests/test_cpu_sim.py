@@ -61,6 +61,8 @@ SHAPES = cc.SIM_SHAPES
 HIP_BLOCKS = [_cpp("k8v4", "soa", block_size=32), _cpp("k3v4_nc", "aos", 64, block_size=64)]
 HIP_NON_PRESET = [make_variant(width_spec(*w), "gfx942") for w in (("aos", 2, 4), ("soa", 4, 8), ("soa", 4, 3, 64))]
 HIP_D256 = [_cpp("4bit_nc", "aos", 256), _cpp("k8v4", "soa", 256)]
+HIP_D96 = [_cpp("4bit_nc", "aos", 96, rotation="orthogonal"), _cpp("k3v4_nc", "soa", 96, "gfx90a", rotation="orthogonal"),
+           _cpp("k8v4", "soa", 96, "gfx950")]
 
 
 _LOADED: dict = {}
@@ -155,6 +157,16 @@ def test_head_dim_256_matches_reference(variant):
     check_variant(sim_runner(), variant, SHAPES)
 
 
+@pytest.mark.parametrize("variant", cc.D96 + HIP_D96, ids=lambda v: v.id)
+def test_head_dim_96_matches_reference(variant):
+    """head_dim 96 (Phi-3-mini's: 3 elements a lane, 6 chunks of 16, 3 store lanes a row, the merges' 3-element
+    lanes): sm90 fp8 keys unrotated (store, decode, dequant) and every rotating preset with 4-bit values as a decode of
+    the orthogonal rotation (the query rotated by the launcher; the store and dequant refuse, naming Triton's), gfx942
+    AoS 4bit_nc, gfx90a SoA k3v4_nc, gfx950 SoA k8v4: the same checks."""
+    assert variant.spec.head_dim == 96
+    check_variant(sim_runner(), variant, SHAPES)
+
+
 @pytest.mark.parametrize("variant", cc.BLOCKS + HIP_BLOCKS, ids=lambda v: v.id)
 def test_block_sizes_match_reference(variant):
     """Pages of 32-128 tokens (the default matrix's are 16): the same checks."""
@@ -170,10 +182,11 @@ def test_store_special_values(variant, dtype):
 
 
 @pytest.mark.parametrize("target", ["gfx942", "sm90"])
-@pytest.mark.parametrize("head_dim", [128, 64])
+@pytest.mark.parametrize("head_dim", [128, 64, 96])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_merge_kernels_match_the_log_sum_exp(target, head_dim, dtype):
-    check_merge_kernels(sim_runner(), _cpp("4bit_nc", "soa", head_dim, target), dtype,
+    rot = {"rotation": "orthogonal"} if head_dim == 96 else {}  # (3 elements a lane in the rows merge)
+    check_merge_kernels(sim_runner(), _cpp("4bit_nc", "soa", head_dim, target, **rot), dtype,
                         shapes=cc.SIM_MERGE_SHAPES)
 
 

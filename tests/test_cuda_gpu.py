@@ -12,7 +12,7 @@ Run on the H200: ``python -m pytest -q -m gpu tests/test_cuda_gpu.py``.
 import pytest
 import torch
 
-from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
+from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D96, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
                         PAST_64, PORTABLE, ROTATED_FP8, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
                         check_decode_past_64_splits, check_dequant, check_merge_kernels, check_moving_maximum,
                         check_store_special_values, check_unwritten_slots, check_variant, cuda_runner)
@@ -31,7 +31,7 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("variant", CUDA + PORTABLE + ROTATED_FP8 + D64 + GROUPED + NON_PRESET + BLOCKS + D256,
+@pytest.mark.parametrize("variant", CUDA + PORTABLE + ROTATED_FP8 + D64 + GROUPED + NON_PRESET + BLOCKS + D256 + D96,
                          ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     """cpp_checks.check_variant: store bytes, decode (with sinks + window) against the reference and the Triton
@@ -51,11 +51,13 @@ def test_store_special_values(variant, dtype):
     check_store_special_values(cuda_runner(), variant, dtype)
 
 
-@pytest.mark.parametrize("head_dim", [128, 64, 256])
+@pytest.mark.parametrize("head_dim", [128, 64, 256, 96])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
     """Both decode merges against the merge in float64 (cpp_checks.check_merge_kernels states the tolerance)."""
-    check_merge_kernels(cuda_runner(), make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=head_dim),
+    from tqgen.bench import rotation_for  # head_dim 96: the orthogonal rotation
+    check_merge_kernels(cuda_runner(), make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=head_dim,
+                                                                           **rotation_for(head_dim, "4bit_nc")),
                                                     "sm90"), dtype)
 
 

@@ -255,7 +255,10 @@ WIDTH_CASES = [("aos", 4, 8, 128, "sm90"), ("soa", 4, 8, 128, "sm90"), ("soa", 3
                # head_dim 256 (session 47): the presets' widths (fp8 SoA overran 48 KB of static shared memory before
                # the pipeline went dynamic), sm86 (the 8-group merge's 2048 threads failed there), two AMD targets
                ("soa", 8, 4, 256, "sm90"), ("aos", 4, 4, 256, "sm90"), ("soa", 3, 3, 256, "sm90"),
-               ("aos", 3, 4, 256, "sm86"), ("soa", 4, 4, 256, "gfx942"), ("aos", 8, 4, 256, "gfx950")]
+               ("aos", 3, 4, 256, "sm86"), ("soa", 4, 4, 256, "gfx942"), ("aos", 8, 4, 256, "gfx950"),
+               # head_dim 96 (session 50: 3 elements a lane; Lloyd-Max keys with the orthogonal rotation, a decode only)
+               ("soa", 4, 4, 96, "sm90"), ("aos", 3, 4, 96, "sm86"), ("aos", 8, 4, 96, "sm90"), ("soa", 2, 2, 96, "sm80"),
+               ("aos", 4, 4, 96, "gfx942"), ("soa", 3, 4, 96, "gfx90a"), ("soa", 8, 4, 96, "gfx950")]
 
 
 @pytest.fixture(scope="module")
@@ -288,8 +291,8 @@ WIDTH_KNOWN_SPILLS = {("aos", 4, 4, 256, "sm90"): ("tq_decode_split_", 12)}
 
 @pytest.mark.parametrize("case", WIDTH_CASES, ids=lambda c: "-".join(map(str, c)))
 def test_non_preset_widths_compile_without_spills(case, width_results):
-    """The C++ instances of widths no preset has (and of every width at head_dim 256) compile at their options'
-    launch bounds, warnings as errors, with no spills and no stack frame but the known ones (the runtime builds them
+    """The C++ instances of widths no preset has (and of the presets' widths at head_dim 256 and 96) compile at their
+    options' launch bounds, warnings as errors, with no spills and no stack frame but the known ones (the runtime builds them
     on demand; a failed build falls back to Triton)."""
     r = width_results[case]
     assert r.ok, r.log[-3000:]

@@ -9,20 +9,33 @@ import pytest
 from tqgen.build import preset_spec_for_target
 from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
-from tqgen.ir import LayoutSpec, SpecError, Target
+from tqgen.ir import LayoutSpec, Rotation, SpecError, Target, rotation_at
 from tqgen.layout import derive_layout, field_alignment
-from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_options, cuda_reasons,
-                              layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
+from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_kernel_reasons, cuda_options,
+                              cuda_reasons, kernel_names, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
 
 def test_reasons_name_what_is_refused():
-    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
-    fields = {r.field for r in cuda_reasons(d96, Target.SM90)}
-    assert {"head_dim", "rotation"} <= fields
+    d80 = LayoutSpec.from_preset("4bit_nc", head_dim=80, rotation="orthogonal")
+    assert {r.field for r in cuda_reasons(d80, Target.SM90)} == {"head_dim"}
     assert any(r.field == "kind" for r in cuda_reasons(LayoutSpec.from_preset("4bit_nc"), Target.GFX942, "portable"))
     with pytest.raises(SpecError, match="head_dim"):
-        make_variant(d96, "sm90")
+        make_variant(d80, "sm90")
+    # head_dim 96: 3-bit values are 4.5 bytes an eighth of a token's (refused, naming the widths that fit); the
+    # orthogonal rotation lowers as a decode only: the store and dequant refuse, naming Triton's
+    d96_3 = LayoutSpec.from_preset("3bit_nc", head_dim=96, rotation="orthogonal")
+    (r,) = cuda_reasons(d96_3, Target.GFX942)
+    assert r.field == "value_bits" and r.allowed == [2, 4, 8] and "4.5 bytes" in str(r)
+    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
+    assert cuda_reasons(d96, Target.SM90) == [] and cuda_kernel_reasons(d96, "decode") == []
+    for k in ("store", "dequant"):
+        (r,) = cuda_kernel_reasons(d96, k)
+        assert r.field == "rotation" and f"the {k} runs on Triton" in str(r)
+    assert set(kernel_names(d96)) == {"decode_split", "decode_split_bal", "decode_merge", "decode_merge_rows"}
+    assert kernel_names(LayoutSpec.from_preset("k8v4", head_dim=96)) == KERNEL_NAMES
+    src = render_cuda(make_variant(d96, "sm90"))
+    assert "tq_decode_split_bf16(" in src and "tq_store_bf16(" not in src and "tq_dequant_f32(" not in src
     v = make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), "sm90")
     too_wide = Request(spec=v.spec, num_q_heads=64, num_kv_heads=2)
     assert any("at most 16" in str(r) for r in v.rules.reasons(too_wide))
@@ -201,7 +214,8 @@ def test_every_eligible_width_renders_on_every_cpp_target():
 
     failed, rendered = [], {True: 0, False: 0}  # fp8 keys or not
     for kb, vb, layout, d in itertools.product((2, 3, 4, 8), (2, 3, 4, 8), ("aos", "soa"), HEAD_DIMS):
-        codec = dict(key_codec="fp8_e4m3fn", norm_correction=False) if kb == 8 else {}
+        codec = dict(key_codec="fp8_e4m3fn", norm_correction=False) if kb == 8 else \
+            {"rotation": str(rotation_at(Rotation.HADAMARD, d))}  # 96: the orthogonal rotation (a decode only)
         spec = LayoutSpec(layout=layout, key_bits=kb, value_bits=vb, head_dim=d, **codec)
         for t in (Target.SM80, Target.SM89, Target.SM90, Target.GFX90A, Target.GFX942, Target.GFX950):
             if cuda_reasons(spec, t):
@@ -212,9 +226,10 @@ def test_every_eligible_width_renders_on_every_cpp_target():
             except ValueError as e:
                 failed.append(f"{spec.token} on {t}: {e}")
     assert not failed, "\n".join(failed)
-    assert HEAD_DIMS == (64, 128, 256)
-    assert rendered[False] == 3 * 4 * 2 * 3 * 6  # every Lloyd-Max width is eligible on all six targets
-    assert rendered[True] == 4 * 2 * 3 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
+    assert HEAD_DIMS == (64, 96, 128, 256)
+    # every Lloyd-Max width is eligible on all six targets, at 96 but 3-bit values (an eighth of a token's: 4.5 bytes)
+    assert rendered[False] == (3 * 4 * 3 + 3 * 3) * 2 * 6
+    assert rendered[True] == (4 * 3 + 3) * 2 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
     a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
     o = cuda_options(a48, Target.SM90)
     assert (o.decode_warps, o.decode_min_blocks) == (2, 4) and o.pair_prmt  # 8-bit values' bound: 2 warps' rows fit

@@ -28,7 +28,8 @@ import torch
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_GROUPS_MANY_FROM, MERGE_ROWS, QUERIES_PER_WARP,
-                         merge_groups_many, decode_dynamic_smem, layout_params, make_variant, store_lanes)
+                         cuda_kernel_reasons, decode_dynamic_smem, dense_rotation, kernel_names, layout_params,
+                         make_variant, merge_groups_many, store_lanes)
 from .build import source_name, user_cache, variant_dir
 from .tuning import generation as tuning_generation, sm_count, split_cap, tuned_splits
 from .variants import Variant
@@ -399,6 +400,7 @@ class CudaKernels:
     pdl: bool = False  # the merge by programmatic dependent launch (CUDA on sm_90+: Driver.launch)
     _splits: dict = field(default_factory=dict)  # num_splits_for's answers by shape
     _layouts: dict = field(default_factory=dict)  # hk -> layout_params (the TqLayout struct's 16 ints)
+    _rotations: dict = field(default_factory=dict)  # device -> Πᵀ (a dense rotation's query: q·Πᵀ)
 
     @property
     def spec(self) -> LayoutSpec:
@@ -410,11 +412,21 @@ class CudaKernels:
         return self._layouts[hk]
 
     def _fn(self, kernel: str, dtype: torch.dtype):
+        bad = cuda_kernel_reasons(self.spec, kernel)
+        if bad:
+            raise ValueError(f"{self.variant.id} has no {kernel} kernel: {bad[0]}")
         if kernel == "dequant" and dtype == torch.float32:
             return self.functions["tq_dequant_f32"]
         if dtype not in (torch.bfloat16, torch.float16):
             raise ValueError(f"{kernel}: dtype {dtype} not supported: float16 or bfloat16")
         return self.functions[KERNEL_NAMES[kernel][0 if dtype == torch.bfloat16 else 1]]
+
+    def _rotation_t(self, device: torch.device) -> torch.Tensor:
+        """Πᵀ (fp32, [D, D]) on ``device``, made once: a dense rotation's query is q·Πᵀ."""
+        key = str(device)
+        if key not in self._rotations:
+            self._rotations[key] = ref.rotation(self.spec).t().contiguous().to(device)
+        return self._rotations[key]
 
     @staticmethod
     def _stream(device: torch.device) -> int:
@@ -536,7 +548,10 @@ class CudaKernels:
         elif balanced and splits % step:
             raise ValueError(f"{self.variant.id}: a balanced decode needs a split count that is a multiple of {step} "
                              f"(the block's splits); got num_splits={splits}: pass a multiple or balanced=False")
-        q = query if query.is_contiguous() else query.contiguous()
+        if dense_rotation(s):  # the kernel reads q·Πᵀ in fp32 (lower_cuda.dense_rotation)
+            q = torch.matmul(query.float(), self._rotation_t(query.device))
+        else:
+            q = query if query.is_contiguous() else query.contiguous()
         bt = block_table if (block_table.dtype == torch.int32 and block_table.stride(1) == 1) \
             else block_table.to(torch.int32).contiguous()
         sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
@@ -554,7 +569,7 @@ class CudaKernels:
                              f"{sorted(ws)}): make the workspace with workspace(batch, num_q_heads, num_splits, device) "
                              "or pass balanced=False")
         kernel = "decode_split_bal" if balanced else "decode_split"
-        self.driver.launch(self._fn(kernel, q.dtype), grid, 32 * self.variant.options.decode_warps, PARAMS[kernel], (
+        self.driver.launch(self._fn(kernel, query.dtype), grid, 32 * self.variant.options.decode_warps, PARAMS[kernel], (
             q.data_ptr(), cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), ws["acc"].data_ptr(),
             ws["lse"].data_ptr(), hq, hk, splits, scale * LOG2E, window, *self._layout(hk), cap, _ptr(plan)),
             stream, smem=self.decode_smem)
@@ -637,7 +652,7 @@ def kernels_from_image(v: Variant, image: bytes, device: torch.device) -> CudaKe
         torch.cuda.current_stream(device)  # makes torch's (primary) context current on this thread
         torch.empty(1, device=device)
         mod = drv.load_module(image)
-        fns = {name: drv.function(mod, name) for pair in KERNEL_NAMES.values() for name in pair}
+        fns = {name: drv.function(mod, name) for pair in kernel_names(v.spec).values() for name in pair}
         smem = decode_dynamic_smem(v.spec, v.target, v.kind, v.options)
         if smem:  # the 48 KB default bounds static + dynamic together: opt in whatever the size
             for name in KERNEL_NAMES["decode_split"] + KERNEL_NAMES["decode_split_bal"]:

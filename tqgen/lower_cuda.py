@@ -22,7 +22,7 @@ import numpy as np
 from . import __version__
 from .codebook import lloyd_max, lut_words, search_grid
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
-                 check_target, pow2_at_least)
+                 VALUE_BITS, check_target, pow2_at_least)
 from .layout import derive_layout, field_alignment, pow2_divisor
 from .lower_triton import BANNER, TEMPLATE_DIR, OptionOverride, _env, template_stamp
 from .rotation import random_signs
@@ -37,7 +37,7 @@ MERGE_GROUPS_MANY_FROM = 64
 MERGE_MAX_THREADS = 1024  # a block's threads: the block-a-row merge's G·D threads stop here (head_dim 256: 4 groups)
 MERGE_ROWS = 8  # decode merge by rows: (sequence, query head) rows per block, a warp each
 MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
-HEAD_DIMS = (64, 128, 256)
+HEAD_DIMS = (64, 96, 128, 256)  # 96: Phi-3's (3 elements a lane, 6 chunks of 16)
 
 
 def merge_groups_many(head_dim: int) -> int:
@@ -668,9 +668,12 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
         r.append(Reason("head_dim", spec.head_dim, list(HEAD_DIMS),
                         "the C++ kernels hold one 32-lane warp of D/32 elements and 16·D/8 accumulators; "
                         "other head sizes run on Triton or the reference"))
-    if spec.rotation is Rotation.ORTHOGONAL:
-        r.append(Reason("rotation", "orthogonal", ["hadamard", "rht", "none"],
-                        "C++ kernels rotate with an in-register Walsh-Hadamard transform"))
+    elif spec.head_dim * spec.value_bits % 64:
+        # a decode thread reads an eighth of a token's value codes as whole bytes (3-bit values at head_dim 96: 4.5)
+        r.append(Reason("value_bits", spec.value_bits, [b for b in VALUE_BITS if spec.head_dim * b % 64 == 0],
+                        f"at head_dim {spec.head_dim} an eighth of a token's {spec.value_bits}-bit value codes is "
+                        f"{spec.head_dim * spec.value_bits / 64:g} bytes (the C++ decode reads whole bytes); "
+                        "such values run on Triton"))
     if not spec.key_codec.is_fp8 and spec.key_bits > 4:
         r.append(Reason("key_bits", spec.key_bits, [2, 3, 4], "the byte-permute codebook lookup holds 16 entries"))
     if kind not in KINDS:
@@ -678,6 +681,30 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
     elif kind == "portable" and target.info.vendor is not Vendor.NVIDIA:
         r.append(Reason("kind", kind, ["generic"], "AMD variants always use the portable fragment path"))
     return r
+
+
+def dense_rotation(spec: LayoutSpec) -> bool:
+    """A rotation by a dense matrix (the orthogonal one: head_dim 96 / 80's, no Hadamard matrix there): the C++ decode
+    takes the query rotated by Πᵀ beforehand (the launcher's fp32 matmul) and the variant has no store or dequant (they
+    rotate by an in-register Walsh-Hadamard transform; Triton's serve those)."""
+    return spec.rotation is Rotation.ORTHOGONAL
+
+
+def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
+    """Why this spec's C++ variant does not serve ``kernel`` (store, decode, dequant) though it lowers."""
+    if dense_rotation(spec) and kernel in ("store", "dequant"):
+        return [Reason("rotation", "orthogonal", ["hadamard", "rht", "none"],
+                       f"the C++ {kernel} rotates by an in-register Walsh-Hadamard transform; with the orthogonal "
+                       f"rotation (head_dim {spec.head_dim}) the {kernel} runs on Triton (the C++ decode serves it)")]
+    return []
+
+
+def kernel_names(spec: LayoutSpec) -> dict[str, tuple[str, str]]:
+    """The kernels a variant of ``spec`` defines: KERNEL_NAMES without the store and dequant where the rotation is
+    dense (``dense_rotation``)."""
+    if not dense_rotation(spec):
+        return KERNEL_NAMES
+    return {k: v for k, v in KERNEL_NAMES.items() if not k.startswith(("store", "dequant"))}
 
 
 # The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held
@@ -1162,7 +1189,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         kbits=kbits, key_fp8=spec.key_codec.is_fp8,
         key_fp8_kind=0 if fp8 is None else list(FP8_FORMATS).index(spec.key_codec) + 1, fp8=fp8,
         renorm=spec.renorm_at_decode,
-        rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs,
+        rotate=spec.rotation in (Rotation.HADAMARD, Rotation.RHT), rht=rht, signs=signs, dense=dense_rotation(spec),
         inv_sqrt_d=_f32(1.0 / math.sqrt(spec.head_dim)), align=_alignments(spec),
         async_copy=options.stages >= 2 and (lines is not None or _thread_copies(spec, platform)),
         lines=lines,

@@ -26,7 +26,7 @@ import torch
 
 from . import reference as ref
 from .codebook import lloyd_max
-from .ir import LayoutSpec, Rotation
+from .ir import LayoutSpec, Rotation, rotation_at
 from .layout import derive_layout
 
 FLIP_DELTA = 1e-5
@@ -282,12 +282,13 @@ class Case:
 
 def width_spec(layout: str, key_bits: int, value_bits: int, head_dim: int = 128) -> LayoutSpec:
     """A spec by its widths, as the tests and bench/dbg sweeps name widths no preset has: ``key_bits`` 8 means fp8
-    e4m3fn keys (no norm), 2-4 norm-corrected Lloyd-Max keys, folded on SoA and not on AoS (the presets' defaults)."""
+    e4m3fn keys (no norm), 2-4 norm-corrected Lloyd-Max keys, folded on SoA and not on AoS (the presets' defaults),
+    rotated by Hadamard (the orthogonal rotation where head_dim is no power of two)."""
     if key_bits == 8:
         return LayoutSpec(layout=layout, key_codec="fp8_e4m3fn", key_bits=8, value_bits=value_bits, head_dim=head_dim,
                           norm_correction=False)
     return LayoutSpec(layout=layout, key_bits=key_bits, value_bits=value_bits, head_dim=head_dim,
-                      fold_norm=layout == "soa")
+                      fold_norm=layout == "soa", rotation=rotation_at(Rotation.HADAMARD, head_dim))
 
 
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
