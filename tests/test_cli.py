@@ -89,10 +89,14 @@ def test_check_more_targets(capsys):
     assert names == ["triton:gfx950_mfma", "hip", "triton", "reference"], out
     assert main(["check", "--preset", "k8v4", "--target", "gfx942"]) == 0  # the preset's fp8 = gfx942's fnuz
     assert "fp8e4m3fnuz" in capsys.readouterr().out
-    # D=96 with an orthogonal rotation: Triton (padded to 128, the rotation a dot), not C++ (with both reasons)
+    # D=96 with an orthogonal rotation: Triton (padded to 128, the rotation a dot) and C++ for the decode (session 50);
+    # D=80: not C++ (its reason)
     assert main(["check", "--preset", "4bit_nc", "--head-dim", "96", "--rotation", "orthogonal", "--target", "sm90"]) == 0
     out = capsys.readouterr().out
-    assert "triton: eligible" in out and "head_dim=96 not supported" in out and "rotation='orthogonal'" in out, out
+    assert "triton: eligible" in out and "cuda: eligible (decode only: the C++ store rotates" in out, out
+    assert main(["check", "--preset", "4bit_nc", "--head-dim", "80", "--rotation", "orthogonal", "--target", "sm90"]) == 0
+    out = capsys.readouterr().out
+    assert "triton: eligible" in out and "head_dim=80 not supported" in out, out
     # only the reference holds D=8: no kernel backend fits -> exit 1
     assert main(["check", "--preset", "4bit_nc", "--head-dim", "8", "--target", "sm90"]) == 1
     out = capsys.readouterr().out

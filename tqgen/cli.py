@@ -118,6 +118,18 @@ def eligibility(spec: LayoutSpec, target: Target) -> dict[str, list]:
     return out
 
 
+def _partial(spec: LayoutSpec, backend: str) -> str:
+    """' (decode only: ...)' where an eligible C++ backend serves some kernels only (lower_cuda.cuda_kernel_reasons)."""
+    if backend not in ("cuda", "hip"):
+        return ""
+    from .lower_cuda import cuda_kernel_reasons
+    refused = [k for k in ("store", "decode", "dequant") if cuda_kernel_reasons(spec, k)]
+    if not refused:
+        return ""
+    return f" ({', '.join(k for k in ('store', 'decode', 'dequant') if k not in refused)} only: " \
+           f"{cuda_kernel_reasons(spec, refused[0])[0].hint})"
+
+
 def cmd_check(a: argparse.Namespace) -> int:
     if a.manifest:
         from .build import check_manifest
@@ -141,7 +153,8 @@ def cmd_check(a: argparse.Namespace) -> int:
     for backend, reasons in result.items():
         if not reasons and not fmt_bad:
             ok_any = ok_any or backend != "reference"
-            print(f"  {backend}: eligible" + (" (slow torch fallback; does not count)" if backend == "reference" else ""))
+            print(f"  {backend}: eligible" + (" (slow torch fallback; does not count)" if backend == "reference" else "")
+                  + _partial(spec, backend))
         else:
             print(f"  {backend}: not eligible")
             for r in reasons:

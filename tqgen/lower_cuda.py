@@ -695,7 +695,7 @@ def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
     if dense_rotation(spec) and kernel in ("store", "dequant"):
         return [Reason("rotation", "orthogonal", ["hadamard", "rht", "none"],
                        f"the C++ {kernel} rotates by an in-register Walsh-Hadamard transform; with the orthogonal "
-                       f"rotation (head_dim {spec.head_dim}) the {kernel} runs on Triton (the C++ decode serves it)")]
+                       f"rotation (head_dim {spec.head_dim}) the {kernel} runs on Triton, the decode on C++")]
     return []
 
 
