@@ -55,7 +55,7 @@ def test_store_special_values(variant, dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
     """Both decode merges against the merge in float64 (cpp_checks.check_merge_kernels states the tolerance)."""
-    from tqgen.bench import rotation_for  # head_dim 96: the orthogonal rotation
+    from tqgen.build import rotation_for  # head_dim 96: the orthogonal rotation
     check_merge_kernels(cuda_runner(), make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=head_dim,
                                                                            **rotation_for(head_dim, "4bit_nc")),
                                                     "sm90"), dtype)

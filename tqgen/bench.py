@@ -59,7 +59,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .cli import command
-from .ir import PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, resolve_preset, rotation_at
+from .build import rotation_for
+from .ir import PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, resolve_preset
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
@@ -1149,13 +1150,6 @@ class Bench:
             lines = [x.strip(" -") for x in str(e).splitlines() if x.strip()]
             reason = "; ".join(lines[:3])[:300]
             return None, f"unavailable: {reason}"
-
-
-def rotation_for(head_dim: int, preset: str) -> dict:
-    """A preset's spec overrides at ``head_dim``: where head_dim is no power of two, a preset that rotates (Hadamard:
-    the Lloyd-Max ones) takes the orthogonal rotation (the slot bytes are the same); fp8 keys stay unrotated."""
-    rot = LayoutSpec.from_preset(preset).rotation
-    return {} if rotation_at(rot, head_dim) is rot else {"rotation": str(rotation_at(rot, head_dim))}
 
 
 # =========================================================================== plan and run

@@ -24,7 +24,7 @@ from typing import Iterable
 from . import __version__
 from .backends import backend_label, generated_chain
 from .cli import add_spec_args, command, spec_from_args
-from .ir import NATIVE_FP8, PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, Target
+from .ir import NATIVE_FP8, PRESETS, Backend, Layout, LayoutSpec, Reason, SpecError, Target, rotation_at
 from .layout import derive_layout
 from .lower_triton import make_variant, render_triton, triton_reasons
 from .variants import Variant
@@ -82,6 +82,13 @@ def preset_spec_for_target(preset: str, target: Target, **kw) -> LayoutSpec:
     if PRESETS[preset].key_codec.is_fp8 and native is not None and "key_codec" not in kw:
         over["key_codec"] = native
     return LayoutSpec.from_preset(preset, **kw, **over)
+
+
+def rotation_for(head_dim: int, preset: str) -> dict:
+    """A preset's spec overrides at ``head_dim``: where head_dim is no power of two, a preset that rotates (Hadamard:
+    the Lloyd-Max ones) takes the orthogonal rotation (the slot bytes are the same); fp8 keys stay unrotated."""
+    rot = LayoutSpec.from_preset(preset).rotation
+    return {} if rotation_at(rot, head_dim) is rot else {"rotation": str(rotation_at(rot, head_dim))}
 
 
 def _matrix(targets, reasons_of, make, backend_of, variants: list[Variant], dropped: list[dict]) -> None:

@@ -57,7 +57,7 @@ CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 6
 DEFAULT_BATCHES = (1, 4, 8, 32, 128)
 DEFAULT_SEQ_LENS = (1024, 4096, 8192, 32768, 131072)
 #: head_dim -> (Hq, Hk) of the tuned shapes: the targets' Llama-style D=128, the SmolLM2 D=64 (GQA 3), Gemma's D=256
-DEFAULT_HEADS = {128: (32, 8), 64: (9, 3), 256: (16, 8)}
+DEFAULT_HEADS = {128: (32, 8), 64: (9, 3), 256: (16, 8), 96: (32, 32)}  # 96: Phi-3-mini's (the orthogonal rotation)
 TUNE_HEADS = (128, 64)  # what `tqgen tune` times without --head-dim (issue 6's head sizes)
 ROTATE_BYTES = 256 << 20  # a call's pages are not in L2 (50 MB on the H200) when the next call runs
 MAX_TUNE_BYTES = 16 << 30  # a grid point whose caches need more is skipped (B=128 L=128K at head_dim 128)
@@ -377,7 +377,7 @@ def _forget() -> None:
 def stale_entries(path: Path) -> list[tuple[str, str]]:
     """(variant key, why) for every entry of a table whose variant no longer builds with the options it
     was timed with (CPU only: the launch options come from lower_cuda)."""
-    from .build import preset_spec_for_target
+    from .build import preset_spec_for_target, rotation_for
     from .ir import Target
     from .lower_cuda import make_variant
     out = []
@@ -385,8 +385,9 @@ def stale_entries(path: Path) -> list[tuple[str, str]]:
         m = re.match(r"(cuda|hip)-([a-z0-9]+)-([a-z0-9_]+)-", key)
         try:
             target = Target.parse(m.group(2), "target") if m else None
-            spec = preset_spec_for_target(t.shape["preset"], target, layout=t.shape["layout"],
-                                          head_dim=int(t.shape["head_dim"]))
+            d = int(t.shape["head_dim"])
+            spec = preset_spec_for_target(t.shape["preset"], target, layout=t.shape["layout"], head_dim=d,
+                                          **rotation_for(d, t.shape["preset"]))
             v = make_variant(spec, target, m.group(3))
         except Exception as e:  # noqa: BLE001 - any failure to rebuild it makes the entry stale
             out.append((key, f"cannot rebuild its variant ({type(e).__name__}: {e})"))
@@ -434,12 +435,12 @@ def cmd_tune(a: argparse.Namespace) -> int:
         _forget()
         return 0
     import torch
-    from .build import preset_spec_for_target
+    from .build import preset_spec_for_target, rotation_for
     from concurrent.futures import ThreadPoolExecutor
 
     from .cuda_launch import build_binary, device_arch, load_variant
     from .ir import Target, resolve_preset
-    from .lower_cuda import make_variant
+    from .lower_cuda import cuda_reasons, make_variant
     if not torch.cuda.is_available() or getattr(torch.version, "hip", None):
         print("tqgen tune: it times the CUDA decode and needs an NVIDIA GPU (torch.cuda.is_available() is "
               f"{torch.cuda.is_available()}, torch {torch.__version__}); run it on the GPU machine, or drop stale "
@@ -458,8 +459,18 @@ def cmd_tune(a: argparse.Namespace) -> int:
         return 2
     path = out / f"{device_slug(name)}.json"
     cmdline = "tqgen tune " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["tune"] else [])
-    jobs = [(d, make_variant(preset_spec_for_target(p, target, layout=lay, head_dim=d), target))
-            for d in a.head_dim or list(TUNE_HEADS) for p in presets for lay in a.layout or ["aos", "soa"]]
+    jobs, refused = [], []
+    for d in a.head_dim or list(TUNE_HEADS):
+        for p in presets:
+            for lay in a.layout or ["aos", "soa"]:
+                spec = preset_spec_for_target(p, target, layout=lay, head_dim=d, **rotation_for(d, p))
+                why = cuda_reasons(spec, target)
+                if why:  # (3-bit values at head_dim 96: the decode runs on Triton, nothing to tune)
+                    refused.append(f"{p} {lay} d{d}: {why[0]}")
+                else:
+                    jobs.append((d, make_variant(spec, target)))
+    for r in refused:
+        print(f"tqgen tune: skipped {r}", flush=True)
     with ThreadPoolExecutor(8) as ex:  # nvcc runs in subprocesses: every variant compiles at once
         list(ex.map(lambda j: build_binary(j[1], device_arch(dev)), jobs))
     done = {}
