@@ -62,7 +62,7 @@ HIP_BLOCKS = [_cpp("k8v4", "soa", block_size=32), _cpp("k3v4_nc", "aos", 64, blo
 HIP_NON_PRESET = [make_variant(width_spec(*w), "gfx942") for w in (("aos", 2, 4), ("soa", 4, 8), ("soa", 4, 3, 64))]
 HIP_D256 = [_cpp("4bit_nc", "aos", 256), _cpp("k8v4", "soa", 256)]
 HIP_D96 = [_cpp("4bit_nc", "aos", 96, rotation="orthogonal"), _cpp("k3v4_nc", "soa", 96, "gfx90a", rotation="orthogonal"),
-           _cpp("k8v4", "soa", 96, "gfx950")]
+           _cpp("k8v4", "soa", 96, "gfx950"), _cpp("3bit_nc", "aos", 96, "gfx950", rotation="orthogonal")]
 
 
 _LOADED: dict = {}
@@ -160,9 +160,9 @@ def test_head_dim_256_matches_reference(variant):
 @pytest.mark.parametrize("variant", cc.D96 + HIP_D96, ids=lambda v: v.id)
 def test_head_dim_96_matches_reference(variant):
     """head_dim 96 (Phi-3-mini's: 3 elements a lane, 6 chunks of 16, 3 store lanes a row, the merges' 3-element
-    lanes): sm90 fp8 keys unrotated (store, decode, dequant) and every rotating preset with 4-bit values as a decode of
-    the orthogonal rotation (the query rotated by the launcher; the store and dequant refuse, naming Triton's), gfx942
-    AoS 4bit_nc, gfx90a SoA k3v4_nc, gfx950 SoA k8v4: the same checks."""
+    lanes; 3-bit values' 4.5-byte eighths): sm90 fp8 keys unrotated (store, decode, dequant) and every rotating preset
+    as a decode of the orthogonal rotation (the query rotated by the launcher; the store and dequant refuse, naming
+    Triton's), gfx942 AoS 4bit_nc, gfx90a SoA k3v4_nc, gfx950 SoA k8v4 and AoS 3bit_nc: the same checks."""
     assert variant.spec.head_dim == 96
     check_variant(sim_runner(), variant, SHAPES)
 

@@ -258,7 +258,8 @@ WIDTH_CASES = [("aos", 4, 8, 128, "sm90"), ("soa", 4, 8, 128, "sm90"), ("soa", 3
                ("aos", 3, 4, 256, "sm86"), ("soa", 4, 4, 256, "gfx942"), ("aos", 8, 4, 256, "gfx950"),
                # head_dim 96 (session 50: 3 elements a lane; Lloyd-Max keys with the orthogonal rotation, a decode only)
                ("soa", 4, 4, 96, "sm90"), ("aos", 3, 4, 96, "sm86"), ("aos", 8, 4, 96, "sm90"), ("soa", 2, 2, 96, "sm80"),
-               ("aos", 4, 4, 96, "gfx942"), ("soa", 3, 4, 96, "gfx90a"), ("soa", 8, 4, 96, "gfx950")]
+               ("aos", 4, 4, 96, "gfx942"), ("soa", 3, 4, 96, "gfx90a"), ("soa", 8, 4, 96, "gfx950"),
+               ("aos", 3, 3, 96, "sm90"), ("soa", 8, 3, 96, "sm89"), ("soa", 3, 3, 96, "gfx942")]
 
 
 @pytest.fixture(scope="module")

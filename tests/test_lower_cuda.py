@@ -22,11 +22,7 @@ def test_reasons_name_what_is_refused():
     assert any(r.field == "kind" for r in cuda_reasons(LayoutSpec.from_preset("4bit_nc"), Target.GFX942, "portable"))
     with pytest.raises(SpecError, match="head_dim"):
         make_variant(d80, "sm90")
-    # head_dim 96: 3-bit values are 4.5 bytes an eighth of a token's (refused, naming the widths that fit); the
-    # orthogonal rotation lowers as a decode only: the store and dequant refuse, naming Triton's
-    d96_3 = LayoutSpec.from_preset("3bit_nc", head_dim=96, rotation="orthogonal")
-    (r,) = cuda_reasons(d96_3, Target.GFX942)
-    assert r.field == "value_bits" and r.allowed == [2, 4, 8] and "4.5 bytes" in str(r)
+    # head_dim 96: the orthogonal rotation lowers as a decode only: the store and dequant refuse, naming Triton's
     d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
     assert cuda_reasons(d96, Target.SM90) == [] and cuda_kernel_reasons(d96, "decode") == []
     for k in ("store", "dequant"):
@@ -36,6 +32,20 @@ def test_reasons_name_what_is_refused():
     assert kernel_names(LayoutSpec.from_preset("k8v4", head_dim=96)) == KERNEL_NAMES
     src = render_cuda(make_variant(d96, "sm90"))
     assert "tq_decode_split_bf16(" in src and "tq_store_bf16(" not in src and "tq_dequant_f32(" not in src
+
+
+def test_fractional_value_eighths_take_byte_loads():
+    """3-bit values at head_dim 96: an eighth of a token's value codes (a decode thread's) is 36 bits, 4.5 bytes at
+    half-byte offsets: byte loads of 5 bytes shifted into place (no cp.async pieces, no line loads), the P·V plan over
+    36 bits (6 m-tiles in 2 words, the last pair straddling them); every other width's eighths are whole bytes."""
+    from tqgen.lower_cuda import _alignments, _render_inputs, value_windows
+    spec = LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=96, rotation="orthogonal")
+    assert cuda_reasons(spec, Target.SM90) == []
+    assert _alignments(spec)["v_eighth"] == 1
+    r = _render_inputs(spec, Target.SM90, "generic", cuda_options(spec, Target.SM90))
+    assert r["vd"] == 36 and not r["async_copy"] and r["lines"] is None and len(r["vplan"]) == 6
+    assert [w is None for w in r["vplan"]] == [False] * 5 + [True]  # codes 10, 11 (bits 30-35) straddle the words
+    assert value_windows(3, 36)[:4] == value_windows(3, 48)[:4]  # the same windows where both have them
     v = make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), "sm90")
     too_wide = Request(spec=v.spec, num_q_heads=64, num_kv_heads=2)
     assert any("at most 16" in str(r) for r in v.rules.reasons(too_wide))
@@ -227,9 +237,8 @@ def test_every_eligible_width_renders_on_every_cpp_target():
                 failed.append(f"{spec.token} on {t}: {e}")
     assert not failed, "\n".join(failed)
     assert HEAD_DIMS == (64, 96, 128, 256)
-    # every Lloyd-Max width is eligible on all six targets, at 96 but 3-bit values (an eighth of a token's: 4.5 bytes)
-    assert rendered[False] == (3 * 4 * 3 + 3 * 3) * 2 * 6
-    assert rendered[True] == (4 * 3 + 3) * 2 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
+    assert rendered[False] == 3 * 4 * 2 * 4 * 6  # every Lloyd-Max width is eligible on all six targets
+    assert rendered[True] == 4 * 2 * 4 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
     a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
     o = cuda_options(a48, Target.SM90)
     assert (o.decode_warps, o.decode_min_blocks) == (2, 4) and o.pair_prmt  # 8-bit values' bound: 2 warps' rows fit
@@ -654,7 +663,7 @@ def test_subnormal_value_plan_is_rendered(value_bits):
 
     spec = LayoutSpec.from_preset("4bit_nc", layout="soa", value_bits=value_bits)
     src = render_cuda(make_variant(spec, "sm90"))
-    plan = value_windows(value_bits, derive_layout(spec).vd // 8)
+    plan = value_windows(value_bits, derive_layout(spec).vd)  # an eighth of vd bytes: vd bits
     m = re.search(r"constexpr float PV_ROW\[MV\]\[2\] = \{\n(.*?)\n  \};", src, re.S)
     assert m
     rows = [[float(x.rstrip("f")) for x in re.findall(r"[0-9.e+]+f", ln)] for ln in m.group(1).splitlines()]
@@ -666,8 +675,9 @@ def test_subnormal_value_plan_is_rendered(value_bits):
             assert f"{w['lo']['sel']}u);" in src
 
 
-@pytest.mark.parametrize("vb,vq", [(4, 8), (4, 4), (3, 6), (3, 3), (2, 4), (2, 8)])
-def test_value_windows_read_every_code(vb, vq):
+# (value bits, bits an eighth: head_dim 128 / 64, and 36 for 3-bit values at head_dim 96)
+@pytest.mark.parametrize("vb,vbits", [(4, 64), (4, 32), (3, 48), (3, 24), (3, 36), (2, 32), (2, 64)])
+def test_value_windows_read_every_code(vb, vbits):
     """lower_cuda.value_windows re-enacted: for random value eighths of two tokens, the byte permute
     (each selector nibble picks a byte of the pair of words) and the mask leave code 2mt (2mt + 1) of
     token x in the low half and of token y in the high half as the fp16 subnormal c·2^(p-24); times
@@ -675,10 +685,10 @@ def test_value_windows_read_every_code(vb, vq):
     really straddles two 32-bit words."""
     from tqgen.lower_cuda import value_windows
 
-    rng = np.random.default_rng(vb * 100 + vq)
-    nw = (vq + 3) // 4
-    plan = value_windows(vb, vq)
-    assert len(plan) == vq * 8 // (2 * vb) and sum(w is not None for w in plan) >= len(plan) - 1
+    rng = np.random.default_rng(vb * 100 + vbits)
+    nw = (vbits + 31) // 32
+    plan = value_windows(vb, vbits)
+    assert len(plan) == vbits // (2 * vb) and sum(w is not None for w in plan) >= len(plan) - 1
     for _ in range(20):
         tok = [rng.integers(0, 1 << 32, nw, dtype=np.uint64).astype(np.uint32) for _ in range(2)]
         stream = [sum(int(w) << (32 * i) for i, w in enumerate(t)) for t in tok]

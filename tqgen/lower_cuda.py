@@ -668,12 +668,6 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
         r.append(Reason("head_dim", spec.head_dim, list(HEAD_DIMS),
                         "the C++ kernels hold one 32-lane warp of D/32 elements and 16·D/8 accumulators; "
                         "other head sizes run on Triton or the reference"))
-    elif spec.head_dim * spec.value_bits % 64:
-        # a decode thread reads an eighth of a token's value codes as whole bytes (3-bit values at head_dim 96: 4.5)
-        r.append(Reason("value_bits", spec.value_bits, [b for b in VALUE_BITS if spec.head_dim * b % 64 == 0],
-                        f"at head_dim {spec.head_dim} an eighth of a token's {spec.value_bits}-bit value codes is "
-                        f"{spec.head_dim * spec.value_bits / 64:g} bytes (the C++ decode reads whole bytes); "
-                        "such values run on Triton"))
     if not spec.key_codec.is_fp8 and spec.key_bits > 4:
         r.append(Reason("key_bits", spec.key_bits, [2, 3, 4], "the byte-permute codebook lookup holds 16 entries"))
     if kind not in KINDS:
@@ -779,7 +773,8 @@ def _alignments(spec: LayoutSpec) -> dict[str, int]:
     return {
         "k_data": min(ak, 16), "v_data": min(av, 16),
         "k_quarter": min(ak, pow2_divisor(bl.kd // 4)),
-        "v_eighth": min(av, pow2_divisor(bl.vd // 8)),
+        # (3-bit values at head_dim 96: 4.5 bytes an eighth, at half-byte offsets: byte loads)
+        "v_eighth": min(av, pow2_divisor(bl.vd // 8)) if bl.vd % 8 == 0 else 1,
         "k_lane": min(ak, pow2_divisor(epl)),
     }
 
@@ -1120,17 +1115,17 @@ def _pair_holes_smem(spec: LayoutSpec, target: Target, lines: dict, options: Cud
 
 
 @lru_cache(maxsize=None)
-def value_windows(vb: int, vq: int) -> tuple[dict[str, Any] | None, ...]:
+def value_windows(vb: int, vbits: int) -> tuple[dict[str, Any] | None, ...]:
     """The decode's P·V A fragments as fp16 subnormals (PTX fragments): per m-tile mt, where codes 2mt
-    (row g) and 2mt + 1 (row g + 8) of a thread's ``vq``-byte value eighth (``vb``-bit codes, LSB
-    first) are read from. A code is taken from a window of one byte, or two bytes of one 32-bit word,
+    (row g) and 2mt + 1 (row g + 8) of a thread's ``vbits``-bit value eighth (``vb``-bit codes, LSB
+    first, from bit 0 of its words: 36 bits of 3-bit values at head_dim 96, shifted there) are read from. A code is taken from a window of one byte, or two bytes of one 32-bit word,
     of each token (one byte permute puts two tokens' windows side by side as the halves of a
     register) and masked in place at bit p of each half, p + vb <= 10 (inside the fp16 mantissa: the
     subnormal c·2^(p-24)); the epilogue scales the row by 2^(24-p). Both codes of an m-tile share a
     window where one holds them. Entries: dict(lo=..., hi=...) with word, sel (byte-permute
     selector), p, mask (both halves) per code, or None where a code straddles two words (the
     kernel then funnel-shifts the two codes to bit 0 of each token's word, as before)."""
-    words = (vq + 3) // 4
+    words = (vbits + 31) // 32
 
     def windows(q: int, n: int) -> list[tuple[int, int, int, bool]]:  # bits q .. q+n-1: (p, word, byte, one byte)
         out = []
@@ -1151,7 +1146,7 @@ def value_windows(vb: int, vq: int) -> tuple[dict[str, Any] | None, ...]:
         return dict(word=w, sel=f"0x{sel:04x}", p=p, mask=f"0x{(((1 << vb) - 1) << p) * 0x10001:08x}")
 
     plan: list[dict[str, Any] | None] = []
-    for mt in range(vq * 8 // (2 * vb)):
+    for mt in range(vbits // (2 * vb)):
         q = 2 * mt * vb
         both = windows(q, 2 * vb)
         if both:
@@ -1183,7 +1178,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
     platform = platform_for(target, kind)
     lines = _line_loads(spec, platform, line_group(spec, options)) if options.stages >= 2 else None
     kbits, pair_copies = _pair_table(spec, platform, options)
-    vplan = value_windows(spec.value_bits, bl.vd // 8) if spec.value_bits < 8 else ()
+    vplan = value_windows(spec.value_bits, bl.vd) if spec.value_bits < 8 else ()  # (an eighth of vd bytes: vd bits)
     return dict(
         ctx, spec=spec, target=str(target), kind=kind, kd=bl.kd, vd=bl.vd,
         kbits=kbits, key_fp8=spec.key_codec.is_fp8,
