@@ -10,7 +10,7 @@ K='padded or d96 or 96' timeout ${TESTS_S:-200} bash bench/dbg/gpu_tests.sh 8 te
 echo "tests done at $((SECONDS - t0)) s"
 if [ "${TUNE_S:-0}" -gt 0 ]; then  # the split table's head_dim-96 entries (TUNE_S=0: the heuristic's counts)
   timeout $TUNE_S python -m tqgen tune --head-dim 96 --batch 1 --batch 8 --batch 32 --seq-len 4096 \
-    --seq-len 8192 --seq-len 32768 --out tqgen/tuned 2>&1 | grep -v "^  " | tail -12
+    --seq-len 8192 --seq-len 32768 --out tqgen/tuned ${TUNE_ARGS:-} 2>&1 | grep -v "^  " | tail -12
   cp tqgen/tuned/*.json $OUT/
   echo "tune done at $((SECONDS - t0)) s"
 fi
