@@ -123,11 +123,9 @@ def _partial(spec: LayoutSpec, backend: str) -> str:
     if backend not in ("cuda", "hip"):
         return ""
     from .lower_cuda import cuda_kernel_reasons
-    refused = [k for k in ("store", "decode", "dequant") if cuda_kernel_reasons(spec, k)]
-    if not refused:
-        return ""
-    return f" ({', '.join(k for k in ('store', 'decode', 'dequant') if k not in refused)} only: " \
-           f"{cuda_kernel_reasons(spec, refused[0])[0].hint})"
+    why = {k: cuda_kernel_reasons(spec, k) for k in ("store", "decode", "dequant")}
+    refused = [rs[0] for rs in why.values() if rs]
+    return f" ({', '.join(k for k, rs in why.items() if not rs)} only: {refused[0].hint})" if refused else ""
 
 
 def cmd_check(a: argparse.Namespace) -> int:

@@ -411,10 +411,13 @@ class CudaKernels:
             self._layouts[hk] = tuple(layout_params(self.spec, hk))
         return self._layouts[hk]
 
-    def _fn(self, kernel: str, dtype: torch.dtype):
+    def _refuse(self, kernel: str) -> None:
+        """A kernel this variant does not define (a dense rotation's store, dequant) raises with its reason."""
         bad = cuda_kernel_reasons(self.spec, kernel)
         if bad:
             raise ValueError(f"{self.variant.id} has no {kernel} kernel: {bad[0]}")
+
+    def _fn(self, kernel: str, dtype: torch.dtype):
         if kernel == "dequant" and dtype == torch.float32:
             return self.functions["tq_dequant_f32"]
         if dtype not in (torch.bfloat16, torch.float16):
@@ -438,6 +441,7 @@ class CudaKernels:
     # ------------------------------------------------------------------ store
     def store(self, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
               *, check: bool = True) -> None:
+        self._refuse("store")
         if check:
             ref.check_store_args(self.spec, key, value, cache, slot_mapping)
         n, hk, d = key.shape
@@ -605,6 +609,7 @@ class CudaKernels:
     def dequant(self, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                 max_len: int | None = None, dtype: torch.dtype = torch.bfloat16, *, check: bool = True,
                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        self._refuse("dequant")
         s = self.spec
         k, v, max_len = ref.dequant_outputs(s, cache, block_table, seq_lens, max_len, check, dtype)
         b, hk = block_table.shape[0], cache.shape[2]

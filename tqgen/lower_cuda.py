@@ -22,7 +22,7 @@ import numpy as np
 from . import __version__
 from .codebook import lloyd_max, lut_words, search_grid
 from .ir import (FP8_MAX, Backend, KeyCodec, Layout, LayoutSpec, Reason, Rotation, SpecError, Target, Vendor,
-                 VALUE_BITS, check_target, pow2_at_least)
+                 check_target, pow2_at_least)
 from .layout import derive_layout, field_alignment, pow2_divisor
 from .lower_triton import BANNER, TEMPLATE_DIR, OptionOverride, _env, template_stamp
 from .rotation import random_signs
@@ -694,11 +694,9 @@ def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
 
 
 def kernel_names(spec: LayoutSpec) -> dict[str, tuple[str, str]]:
-    """The kernels a variant of ``spec`` defines: KERNEL_NAMES without the store and dequant where the rotation is
-    dense (``dense_rotation``)."""
-    if not dense_rotation(spec):
-        return KERNEL_NAMES
-    return {k: v for k, v in KERNEL_NAMES.items() if not k.startswith(("store", "dequant"))}
+    """The kernels a variant of ``spec`` defines: KERNEL_NAMES without those ``cuda_kernel_reasons`` refuses (a dense
+    rotation's store and dequant)."""
+    return {k: v for k, v in KERNEL_NAMES.items() if not cuda_kernel_reasons(spec, k.split("_")[0])}
 
 
 # The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held

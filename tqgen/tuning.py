@@ -445,7 +445,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
 
     from .cuda_launch import build_binary, device_arch, load_variant
     from .ir import Target, resolve_preset
-    from .lower_cuda import cuda_reasons, make_variant
+    from .lower_cuda import make_variant
     if not torch.cuda.is_available() or getattr(torch.version, "hip", None):
         print("tqgen tune: it times the CUDA decode and needs an NVIDIA GPU (torch.cuda.is_available() is "
               f"{torch.cuda.is_available()}, torch {torch.__version__}); run it on the GPU machine, or drop stale "
@@ -464,18 +464,8 @@ def cmd_tune(a: argparse.Namespace) -> int:
         return 2
     path = out / f"{device_slug(name)}.json"
     cmdline = "tqgen tune " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["tune"] else [])
-    jobs, refused = [], []
-    for d in a.head_dim or list(TUNE_HEADS):
-        for p in presets:
-            for lay in a.layout or ["aos", "soa"]:
-                spec = preset_spec_for_target(p, target, layout=lay, head_dim=d, **rotation_for(d, p))
-                why = cuda_reasons(spec, target)
-                if why:  # (3-bit values at head_dim 96: the decode runs on Triton, nothing to tune)
-                    refused.append(f"{p} {lay} d{d}: {why[0]}")
-                else:
-                    jobs.append((d, make_variant(spec, target)))
-    for r in refused:
-        print(f"tqgen tune: skipped {r}", flush=True)
+    jobs = [(d, make_variant(preset_spec_for_target(p, target, layout=lay, head_dim=d, **rotation_for(d, p)), target))
+            for d in a.head_dim or list(TUNE_HEADS) for p in presets for lay in a.layout or ["aos", "soa"]]
     with ThreadPoolExecutor(8) as ex:  # nvcc runs in subprocesses: every variant compiles at once
         list(ex.map(lambda j: build_binary(j[1], device_arch(dev)), jobs))
     done = {}
