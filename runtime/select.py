@@ -10,8 +10,8 @@ For each kernel (store, decode, dequant) the candidates of the device's chain ar
 A candidate is passed over when its backend does not exist yet, when its eligibility rules reject
 the request, or when loading / compiling it raises — the failure becomes a reason and the next
 candidate is tried. ``backend=`` (or ``TQGEN_BACKEND``) forces one backend; forcing an ineligible
-one raises with every reason. The C++ variant of a spec with the orthogonal rotation (head_dim 96) is a decode only:
-its store and dequant go to Triton, also where the C++ backend is forced.
+one raises with every reason. The C++ variant of a spec with the orthogonal rotation (head_dim 96) has no dequant:
+it goes to Triton, also where the C++ backend is forced.
 """
 
 from __future__ import annotations
@@ -179,13 +179,13 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
     for k in KERNELS:
         ks = _ordered(cands, k, req, target)
         if backend and any(c.backend in (Backend.CUDA, Backend.HIP) for c in ks) and _cpp_decode_only(req, k):
-            ks = ks + [Candidate(Backend.TRITON)]  # a forced C++ backend's dense rotation: Triton stores, dequantises
+            ks = ks + [Candidate(Backend.TRITON)]  # a forced C++ backend's dense rotation: Triton dequantises
         plan.candidates[k] = [(c, candidate_reasons(c, req, target, k)) for c in ks]
     return plan
 
 
 def _cpp_decode_only(req: Request, kernel: str) -> bool:
-    """The C++ variant of this spec lowers but does not serve ``kernel`` (an orthogonal rotation's store and dequant:
+    """The C++ variant of this spec lowers but does not serve ``kernel`` (an orthogonal rotation's dequant:
     tqgen.lower_cuda.cuda_kernel_reasons)."""
     from tqgen.lower_cuda import cuda_kernel_reasons
     return bool(cuda_kernel_reasons(req.spec, kernel))

@@ -93,7 +93,7 @@ def test_check_more_targets(capsys):
     # D=80: not C++ (its reason)
     assert main(["check", "--preset", "4bit_nc", "--head-dim", "96", "--rotation", "orthogonal", "--target", "sm90"]) == 0
     out = capsys.readouterr().out
-    assert "triton: eligible" in out and "cuda: eligible (decode only: the C++ store rotates" in out, out
+    assert "triton: eligible" in out and "cuda: eligible (store, decode only: the C++ dequant rotates" in out, out
     assert main(["check", "--preset", "4bit_nc", "--head-dim", "80", "--rotation", "orthogonal", "--target", "sm90"]) == 0
     out = capsys.readouterr().out
     assert "triton: eligible" in out and "head_dim=80 not supported" in out, out

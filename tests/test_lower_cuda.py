@@ -22,16 +22,18 @@ def test_reasons_name_what_is_refused():
     assert any(r.field == "kind" for r in cuda_reasons(LayoutSpec.from_preset("4bit_nc"), Target.GFX942, "portable"))
     with pytest.raises(SpecError, match="head_dim"):
         make_variant(d80, "sm90")
-    # head_dim 96: the orthogonal rotation lowers as a decode only: the store and dequant refuse, naming Triton's
+    # head_dim 96: the orthogonal rotation lowers without a dequant (it refuses, naming Triton's); the store rotates by
+    # m16n8k16 products (tq_dense_rotate: one more parameter, Πᵀ's B fragments)
     d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
     assert cuda_reasons(d96, Target.SM90) == [] and cuda_kernel_reasons(d96, "decode") == []
-    for k in ("store", "dequant"):
-        (r,) = cuda_kernel_reasons(d96, k)
-        assert r.field == "rotation" and f"the {k} runs on Triton" in str(r)
-    assert set(kernel_names(d96)) == {"decode_split", "decode_split_bal", "decode_merge", "decode_merge_rows"}
+    assert cuda_kernel_reasons(d96, "store") == []
+    (r,) = cuda_kernel_reasons(d96, "dequant")
+    assert r.field == "rotation" and "the dequant runs on Triton" in str(r)
+    assert set(kernel_names(d96)) == set(KERNEL_NAMES) - {"dequant", "dequant_f32"}
     assert kernel_names(LayoutSpec.from_preset("k8v4", head_dim=96)) == KERNEL_NAMES
     src = render_cuda(make_variant(d96, "sm90"))
-    assert "tq_decode_split_bf16(" in src and "tq_store_bf16(" not in src and "tq_dequant_f32(" not in src
+    assert "tq_decode_split_bf16(" in src and "tq_store_bf16(" in src and "tq_dequant_f32(" not in src
+    assert "TqLayout L, const uint2* __restrict__ rot)" in src and "tq_dense_rotate<BF16>" in src
 
 
 def test_fractional_value_eighths_take_byte_loads():

@@ -119,7 +119,8 @@ def eligibility(spec: LayoutSpec, target: Target) -> dict[str, list]:
 
 
 def _partial(spec: LayoutSpec, backend: str) -> str:
-    """' (decode only: ...)' where an eligible C++ backend serves some kernels only (lower_cuda.cuda_kernel_reasons)."""
+    """' (store, decode only: ...)' where an eligible C++ backend serves some kernels only
+    (lower_cuda.cuda_kernel_reasons)."""
     if backend not in ("cuda", "hip"):
         return ""
     from .lower_cuda import cuda_kernel_reasons

@@ -87,8 +87,26 @@ PARAMS = {
     # cache, block table, its row stride, seq_lens, k, v, hk, max_len, layout
     "dequant": KernelParams("PPqPPPiiL"),
 }
+PARAMS["store_dense"] = KernelParams(PARAMS["store"].codes + "P")  # + Πᵀ's B fragments (a dense rotation)
 PARAMS["decode_split_bal"] = PARAMS["decode_split"]
 PARAMS["dequant_f32"] = PARAMS["dequant"]
+
+
+def dense_fragments(rot_t: torch.Tensor) -> torch.Tensor:
+    """A dense rotation's B = Πᵀ [D, D] (fp32) as bf16 parts b0 + b1 + b2 (each the bf16 of the rest: 24 bits, the
+    fp32 value exactly) in m16n8k16 B-fragment order: int32 [3, D/16, D/8, 32, 2], entry [p, kc, n, 4g + t, h] the
+    bf16 pair (B[16kc + 2t + 8h, 8n + g], B[16kc + 2t + 8h + 1, 8n + g]) of part p, the first in the low half."""
+    d = rot_t.shape[0]
+    b, parts = rot_t.double().cpu(), []
+    for _ in range(3):
+        h = b.to(torch.bfloat16)
+        parts.append(h)
+        b = b - h.double()
+    bits = torch.stack(parts).view(torch.int16).to(torch.int32) & 0xFFFF  # [3, D (k), D (n)]
+    bits = bits.view(3, d // 16, 2, 4, 2, d // 8, 8)  # [p, kc, h, t, pair, n, g]: k = 16kc + 8h + 2t + pair
+    bits = bits.permute(0, 1, 5, 6, 3, 2, 4)  # [p, kc, n, g, t, h, pair]
+    words = bits[..., 0] | (bits[..., 1] << 16)  # [p, kc, n, g, t, h]
+    return words.reshape(3, d // 16, d // 8, 32, 2).contiguous().to(torch.int32)
 
 
 # ------------------------------------------------------------------------------- driver API
@@ -431,6 +449,15 @@ class CudaKernels:
             self._rotations[key] = ref.rotation(self.spec).t().contiguous().to(device)
         return self._rotations[key]
 
+    def _dense_frags(self, device: torch.device) -> torch.Tensor:
+        """Πᵀ's bf16 parts b0 + b1 + b2 (= the fp32 Πᵀ exactly) as the dense store's m16n8k16 B fragments, made once:
+        int32 [3, D/16 k-chunks, D/8 n-tiles, 32 lanes, 2] where lane 4g + t's pair holds B rows 2t, 2t + 1 (its b0) and
+        2t + 8, 2t + 9 (b1) of column g, the lower row in the low half (``tq_dense_rotate``)."""
+        key = ("frags", str(device))
+        if key not in self._rotations:
+            self._rotations[key] = dense_fragments(ref.rotation(self.spec).t().contiguous()).to(device)
+        return self._rotations[key]
+
     @staticmethod
     def _stream(device: torch.device) -> int:
         """torch's current stream on ``device`` (its raw handle: no Stream object, a few us less a launch)."""
@@ -460,8 +487,11 @@ class CudaKernels:
         per_block = warps * (32 // store_lanes(d))  # rows per block
         values = (key.data_ptr(), value.data_ptr(), cache.data_ptr(), slots.data_ptr(), int(slots.element_size() == 8),
                   rows, hk, key.stride(0), key.stride(1), value.stride(0), value.stride(1), *self._layout(hk))
+        params = PARAMS["store"]
+        if dense_rotation(self.spec):
+            values, params = (*values, self._dense_frags(cache.device).data_ptr()), PARAMS["store_dense"]
         self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / per_block), 1, 1), 32 * warps,
-                           PARAMS["store"], values, self._stream(cache.device))
+                           params, values, self._stream(cache.device))
 
     # ----------------------------------------------------------------- decode
     def num_splits_for(self, batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:

@@ -679,17 +679,18 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
 
 def dense_rotation(spec: LayoutSpec) -> bool:
     """A rotation by a dense matrix (the orthogonal one: head_dim 96 / 80's, no Hadamard matrix there): the C++ decode
-    takes the query rotated by Πᵀ beforehand (the launcher's fp32 matmul) and the variant has no store or dequant (they
-    rotate by an in-register Walsh-Hadamard transform; Triton's serve those)."""
+    takes the query rotated by Πᵀ beforehand (the launcher's fp32 matmul), the store rotates the keys by m16n8k16
+    products with Πᵀ's bf16 parts (``tq_dense_rotate``) and the variant has no dequant (the rows dequant rotates back by
+    an in-register Walsh-Hadamard transform; Triton's serves it)."""
     return spec.rotation is Rotation.ORTHOGONAL
 
 
 def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
     """Why this spec's C++ variant does not serve ``kernel`` (store, decode, dequant) though it lowers."""
-    if dense_rotation(spec) and kernel in ("store", "dequant"):
+    if dense_rotation(spec) and kernel == "dequant":
         return [Reason("rotation", "orthogonal", ["hadamard", "rht", "none"],
-                       f"the C++ {kernel} rotates by an in-register Walsh-Hadamard transform; with the orthogonal "
-                       f"rotation (head_dim {spec.head_dim}) the {kernel} runs on Triton, the decode on C++")]
+                       f"the C++ {kernel} rotates back by an in-register Walsh-Hadamard transform; with the orthogonal "
+                       f"rotation (head_dim {spec.head_dim}) the {kernel} runs on Triton, the store and decode on C++")]
     return []
 
 
@@ -752,7 +753,21 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
             "c2_middle": _f32(c[half] ** 2), "c2_first": _f32(c[0] ** 2)}
 
 
-def _store_ctx(spec: LayoutSpec) -> dict[str, Any]:
+def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int]:
+    """The dense rotation's store (``tq_dense_rotate``): a block's rows (row_warps x 32 / store_lanes) in m-tiles of 16,
+    each split into n-tile groups so that every warp takes the same number of (m-tile, n-group) units: (m-tiles,
+    groups an m-tile), the fewest groups that deal evenly (head_dim 96 on 4 warps: 40 rows, 3 m-tiles x 4 groups of 3
+    n-tiles, 3 units a warp)."""
+    rows = row_warps * (32 // store_lanes(head_dim))
+    mt, nt = -(-rows // 16), head_dim // 8
+    for s in range(1, nt + 1):
+        if nt % s == 0 and mt * s % row_warps == 0:
+            return mt, s
+    raise ValueError(f"dense store: no even split of {mt} m-tiles x {nt} n-tiles over {row_warps} warps "
+                     f"(head_dim {head_dim}): choose row_warps dividing {mt * nt}")
+
+
+def _store_ctx(spec: LayoutSpec, options: CudaOptions) -> dict[str, Any]:
     kbits = 8 if spec.key_codec.is_fp8 else spec.key_bits
     kch, vch = store_chunk(kbits), store_chunk(spec.value_bits)
     return {
@@ -761,6 +776,7 @@ def _store_ctx(spec: LayoutSpec) -> dict[str, Any]:
         "k_align": min(field_alignment(spec, "k_data"), 16, pow2_divisor(kch * kbits // 8)),
         "v_align": min(field_alignment(spec, "v_data"), 16, pow2_divisor(vch * spec.value_bits // 8)),
         "grid": None if spec.key_codec.is_fp8 else bucket_grid(spec.head_dim, spec.key_bits),
+        "dense_nsplit": dense_store_units(spec.head_dim, options.row_warps)[1] if dense_rotation(spec) else 0,
     }
 
 
@@ -1193,7 +1209,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         dequant_min=min_resident_bound(platform, DEQUANT_MIN_BLOCKS, options.row_warps * 32),
-        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec), merge_groups=MERGE_GROUPS,
+        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec, options), merge_groups=MERGE_GROUPS,
         merge_groups_many=merge_groups_many(spec.head_dim), merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
