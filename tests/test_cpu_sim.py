@@ -19,7 +19,7 @@ from cpp_checks import (BALANCED_CASES, Runner, balanced_lens, check_balanced_de
 from tqgen import LayoutSpec, cpu_sim
 from tqgen.build import default_matrix
 from tqgen.ir import Backend, Target, Vendor
-from tqgen.lower_cuda import cuda_options, make_variant
+from tqgen.lower_cuda import cuda_options, dense_rotation, make_variant
 from tqgen.testing import width_spec
 
 try:
@@ -61,6 +61,10 @@ SHAPES = cc.SIM_SHAPES
 HIP_BLOCKS = [_cpp("k8v4", "soa", block_size=32), _cpp("k3v4_nc", "aos", 64, block_size=64)]
 HIP_NON_PRESET = [make_variant(width_spec(*w), "gfx942") for w in (("aos", 2, 4), ("soa", 4, 8), ("soa", 4, 3, 64))]
 HIP_D256 = [_cpp("4bit_nc", "aos", 256), _cpp("k8v4", "soa", 256)]
+#: the dense rotation's store (session 51: m16n8k16 products with Πᵀ's parts, tq_dense_rotate): sm90 SoA 4bit_nc,
+#: AoS k3v4_nc (3-bit codes from the rotated keys), rotated fp8 keys (±inf saturating as the reference's)
+DENSE_STORE = [v for v in cc.D96 if dense_rotation(v.spec) and (v.spec.layout.value, v.spec.key_bits, v.spec.value_bits)
+               in (("soa", 4, 4), ("aos", 3, 4), ("soa", 8, 4))]
 HIP_D96 = [_cpp("4bit_nc", "aos", 96, rotation="orthogonal"), _cpp("k3v4_nc", "soa", 96, "gfx90a", rotation="orthogonal"),
            _cpp("k8v4", "soa", 96, "gfx950"), _cpp("3bit_nc", "aos", 96, "gfx950", rotation="orthogonal")]
 
@@ -161,8 +165,9 @@ def test_head_dim_256_matches_reference(variant):
 def test_head_dim_96_matches_reference(variant):
     """head_dim 96 (Phi-3-mini's: 3 elements a lane, 6 chunks of 16, 3 store lanes a row, the merges' 3-element
     lanes; 3-bit values' 4.5-byte eighths): sm90 fp8 keys unrotated (store, decode, dequant) and every rotating preset
-    as a decode of the orthogonal rotation (the query rotated by the launcher; the store and dequant refuse, naming
-    Triton's), gfx942 AoS 4bit_nc, gfx90a SoA k3v4_nc, gfx950 SoA k8v4 and AoS 3bit_nc: the same checks."""
+    with the orthogonal rotation (the store's keys rotated by m16n8k16 products, session 51; the decode's query by the
+    launcher; the dequant refuses, naming Triton's), gfx942 AoS 4bit_nc, gfx90a SoA k3v4_nc, gfx950 SoA k8v4 and AoS
+    3bit_nc (the products by the shuffle contract): the same checks."""
     assert variant.spec.head_dim == 96
     check_variant(sim_runner(), variant, SHAPES)
 
@@ -174,8 +179,8 @@ def test_block_sizes_match_reference(variant):
     check_variant(sim_runner(), variant, SHAPES)
 
 
-@pytest.mark.parametrize("variant", DISTINCT + HIP_ROTATED_FP8 + HIP_D64[1:2] + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8,
-                         ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", DISTINCT + HIP_ROTATED_FP8 + HIP_D64[1:2] + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8
+                         + DENSE_STORE + HIP_D96[:2], ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_store_special_values(variant, dtype):
     check_store_special_values(sim_runner(), variant, dtype)
@@ -352,7 +357,7 @@ def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dic
 
 
 @pytest.mark.parametrize("variant", DISTINCT + HIP_D64 + HIP_ROTATED_FP8 + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64
-                         + cc.GROUPED + [LANE_DEQUANT], ids=lambda v: v.id)
+                         + cc.GROUPED + [LANE_DEQUANT] + DENSE_STORE[:1] + HIP_D96[:1], ids=lambda v: v.id)
 def test_schedules_write_the_same_bytes(variant):
     """The race check: every kernel (store bf16 / fp16, decode plain / sinks + window / balanced, merge, dequant rows
     or lane kernel) writes the same bytes under the default schedule and under each wavefront-at-a-time schedule
