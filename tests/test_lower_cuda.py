@@ -12,6 +12,7 @@ from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, Rotation, SpecError, Target, rotation_at
 from tqgen.layout import derive_layout, field_alignment
 from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_kernel_reasons, cuda_options,
+                              dense_store_units,
                               cuda_reasons, kernel_names, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
@@ -34,6 +35,11 @@ def test_reasons_name_what_is_refused():
     src = render_cuda(make_variant(d96, "sm90"))
     assert "tq_decode_split_bf16(" in src and "tq_store_bf16(" in src and "tq_dequant_f32(" not in src
     assert "TqLayout L, const uint2* __restrict__ rot)" in src and "tq_dense_rotate<BF16>" in src
+    # its units (m-tiles x n-tile groups) deal evenly to the block's warps: 3 x 4 on 4 warps; 8 warps' 5 m-tiles of 12
+    # n-tiles do not (a reason naming the counts that do)
+    assert dense_store_units(96, 4) == (3, 4) and dense_store_units(96, 8) is None and dense_store_units(128, 4) == (2, 2)
+    with pytest.raises(SpecError, match=r"row_warps=8 not supported: one of 1, 2, 4. the dense rotation's store"):
+        make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["row_warps=8"]))
 
 
 def test_fractional_value_eighths_take_byte_loads():

@@ -753,18 +753,23 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
             "c2_middle": _f32(c[half] ** 2), "c2_first": _f32(c[0] ** 2)}
 
 
-def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int]:
+def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int] | None:
     """The dense rotation's store (``tq_dense_rotate``): a block's rows (row_warps x 32 / store_lanes) in m-tiles of 16,
     each split into n-tile groups so that every warp takes the same number of (m-tile, n-group) units: (m-tiles,
     groups an m-tile), the fewest groups that deal evenly (head_dim 96 on 4 warps: 40 rows, 3 m-tiles x 4 groups of 3
-    n-tiles, 3 units a warp)."""
+    n-tiles, 3 units a warp); None where no count does (96 on 8 warps: 5 m-tiles of 12 n-tiles)."""
     rows = row_warps * (32 // store_lanes(head_dim))
     mt, nt = -(-rows // 16), head_dim // 8
-    for s in range(1, nt + 1):
-        if nt % s == 0 and mt * s % row_warps == 0:
-            return mt, s
-    raise ValueError(f"dense store: no even split of {mt} m-tiles x {nt} n-tiles over {row_warps} warps "
-                     f"(head_dim {head_dim}): choose row_warps dividing {mt * nt}")
+    return next(((mt, s) for s in range(1, nt + 1) if nt % s == 0 and mt * s % row_warps == 0), None)
+
+
+def dense_store_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
+    """Why ``options`` cannot run the dense rotation's store of ``spec`` (its units do not deal evenly to the warps)."""
+    if not dense_rotation(spec) or dense_store_units(spec.head_dim, options.row_warps):
+        return []
+    ok = [w for w in (1, 2, 4, 8) if dense_store_units(spec.head_dim, w)]
+    return [Reason("row_warps", options.row_warps, ok, f"the dense rotation's store deals a block's m-tiles x n-tiles "
+                   f"evenly to its warps (head_dim {spec.head_dim})")]
 
 
 def _store_ctx(spec: LayoutSpec, options: CudaOptions) -> dict[str, Any]:
@@ -1251,7 +1256,7 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
     reasons = cuda_reasons(spec, t, kind)
     opts = options or cuda_options(spec, t, kind)
     if not reasons:
-        reasons += opts.reasons(t)
+        reasons += opts.reasons(t) + dense_store_reasons(spec, opts)
     if reasons:
         raise SpecError(reasons, f"cannot lower {spec.token} to {backend_for(t)} C++ for {t} ({kind})")
     return Variant(backend=backend_for(t), target=t, kind=kind, spec=spec, options=opts, rules=cuda_rules(spec),
