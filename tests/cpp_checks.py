@@ -155,8 +155,6 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
     kern = run.load(variant)
     spec, dev = variant.spec, run.dev
     seen = {"decode": {}, "dequant_f32": None}
-    # a dense rotation's variant has no dequant (lower_cuda.kernel_names): it refuses, naming Triton's
-    no_dequant = dense_rotation(spec)
     for i, (lens, hk, g, dt) in enumerate(shapes):
         if short_first is not None and i == 0:
             lens = short_first
@@ -167,13 +165,6 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
         for s in range(0, n, 16384):
             sl = slice(s, s + 16384)
             ref.store(spec, case["key"][sl], case["value"][sl], want, case["slot_mapping"][sl])
-        if no_dequant:
-            try:
-                kern.dequant(want, case["block_table"], case["seq_lens"])
-            except ValueError as e:
-                assert "runs on Triton" in str(e), str(e)
-            else:
-                raise AssertionError("a dense rotation's C++ variant dequantised")
         kern.store(case["key"], case["value"], got, case["slot_mapping"])
         diff = compare_store(spec, got, want, case["key"], case["slot_mapping"])
         assert diff.ok, diff.summary()
@@ -194,7 +185,7 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
                 t_out = other.decode(case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
                                      sliding_window=window)
                 assert rel_err(out, t_out) <= 2 * DECODE_TOL[dt], "the two backends disagree"
-        if i == 2 and not no_dequant:
+        if i == 2:
             k, v = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float32)
             ek, ev = ref.dequant(spec, want, case["block_table"], case["seq_lens"])
             assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6
@@ -434,7 +425,7 @@ def check_dequant(run: Runner, variant, shapes=(([513, 4096, 77, 1, 0], 4), ([30
 def kernel_outputs(run: Runner, variant, shape, kern=None) -> dict[str, torch.Tensor]:
     """Every output of the variant's kernels on one ``(lens, hk, gqa, dtype)`` shape, raw (no comparison): the cache the
     store writes, the decode of that cache without and with sinks + a sliding window (splits and merge) and balanced
-    (the plan's kernel), its bf16 and fp32 dequant (none with a dense rotation). Two schedules of a correct kernel give the same bytes
+    (the plan's kernel), its bf16 and fp32 dequant. Two schedules of a correct kernel give the same bytes
     (tests/test_cpu_sim.py); ``kern``: loaded kernels to use instead of ``run.load(variant)``."""
     kern = kern or run.load(variant)
     lens, hk, g, dt = shape
@@ -446,8 +437,6 @@ def kernel_outputs(run: Runner, variant, shape, kern=None) -> dict[str, torch.Te
                                           ("decode_balanced", None, None, True)):
         out[name] = kern.decode(case["query"], cache, case["block_table"], case["seq_lens"], sinks=sinks,
                                 sliding_window=window, balanced=balanced)
-    if dense_rotation(variant.spec):  # (no C++ dequant: Triton's serves a dense rotation)
-        return out
     for name, dtype in (("dequant_bf16", torch.bfloat16), ("dequant_f32", torch.float32)):
         out[name + "_k"], out[name + "_v"] = kern.dequant(cache, case["block_table"], case["seq_lens"], dtype=dtype)
     return out

@@ -88,6 +88,7 @@ PARAMS = {
     "dequant": KernelParams("PPqPPPiiL"),
 }
 PARAMS["store_dense"] = KernelParams(PARAMS["store"].codes + "P")  # + Πᵀ's B fragments (a dense rotation)
+PARAMS["dequant_dense"] = KernelParams(PARAMS["dequant"].codes + "P")  # + Π's
 PARAMS["decode_split_bal"] = PARAMS["decode_split"]
 PARAMS["dequant_f32"] = PARAMS["dequant"]
 
@@ -449,13 +450,13 @@ class CudaKernels:
             self._rotations[key] = ref.rotation(self.spec).t().contiguous().to(device)
         return self._rotations[key]
 
-    def _dense_frags(self, device: torch.device) -> torch.Tensor:
-        """Πᵀ's bf16 parts b0 + b1 + b2 (= the fp32 Πᵀ exactly) as the dense store's m16n8k16 B fragments, made once:
-        int32 [3, D/16 k-chunks, D/8 n-tiles, 32 lanes, 2] where lane 4g + t's pair holds B rows 2t, 2t + 1 (its b0) and
-        2t + 8, 2t + 9 (b1) of column g, the lower row in the low half (``tq_dense_rotate``)."""
-        key = ("frags", str(device))
+    def _dense_frags(self, device: torch.device, inverse: bool = False) -> torch.Tensor:
+        """The bf16 parts of Πᵀ (the store's y = k·Πᵀ; ``inverse``: Π, the dequant's k = y·Π) as m16n8k16 B fragments,
+        made once a device (``dense_fragments``)."""
+        key = ("frags", inverse, str(device))
         if key not in self._rotations:
-            self._rotations[key] = dense_fragments(ref.rotation(self.spec).t().contiguous()).to(device)
+            rot = ref.rotation(self.spec)
+            self._rotations[key] = dense_fragments(rot if inverse else rot.t().contiguous()).to(device)
         return self._rotations[key]
 
     @staticmethod
@@ -652,9 +653,13 @@ class CudaKernels:
         sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
         o = self.variant.options
         w, nt = o.row_warps, dequant_warp_tokens(o, s.head_dim)  # a warp: nt tokens
-        self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / (w * nt)), b * hk, 1), 32 * w,
-                           PARAMS["dequant"], (cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), k.data_ptr(),
-                                               v.data_ptr(), hk, max_len, *self._layout(hk)), self._stream(cache.device))
+        values = (cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), k.data_ptr(), v.data_ptr(), hk, max_len,
+                  *self._layout(hk))
+        params = PARAMS["dequant"]
+        if dense_rotation(s):
+            values, params = (*values, self._dense_frags(cache.device, inverse=True).data_ptr()), PARAMS["dequant_dense"]
+        self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / (w * nt)), b * hk, 1), 32 * w, params,
+                           values, self._stream(cache.device))
         return k, v
 
 

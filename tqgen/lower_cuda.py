@@ -631,6 +631,8 @@ def cuda_options(spec: LayoutSpec, target: Target, kind: str = "generic") -> Cud
             decode_dynamic_smem(spec, target, kind, opts)
         except ValueError:
             opts = dataclasses.replace(opts, pair_prmt=False)
+    if dense_rotation(spec) and opts.dequant_rows > 1:  # the rows dequant's rounds with the dense rotation: one
+        opts = dataclasses.replace(opts, dequant_rows=1)  # (two spilled 20 bytes in sm90's AoS k3v4_nc fp32 instance)
     return opts
 
 
@@ -679,18 +681,13 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
 
 def dense_rotation(spec: LayoutSpec) -> bool:
     """A rotation by a dense matrix (the orthogonal one: head_dim 96 / 80's, no Hadamard matrix there): the C++ decode
-    takes the query rotated by Πᵀ beforehand (the launcher's fp32 matmul), the store rotates the keys by m16n8k16
-    products with Πᵀ's bf16 parts (``tq_dense_rotate``) and the variant has no dequant (the rows dequant rotates back by
-    an in-register Walsh-Hadamard transform; Triton's serves it)."""
+    takes the query rotated by Πᵀ beforehand (the launcher's fp32 matmul), the store and the rows dequant rotate by
+    m16n8k16 products with the bf16 parts of Πᵀ / Π (``tq_dense_rotate``)."""
     return spec.rotation is Rotation.ORTHOGONAL
 
 
 def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
     """Why this spec's C++ variant does not serve ``kernel`` (store, decode, dequant) though it lowers."""
-    if dense_rotation(spec) and kernel == "dequant":
-        return [Reason("rotation", "orthogonal", ["hadamard", "rht", "none"],
-                       f"the C++ {kernel} rotates back by an in-register Walsh-Hadamard transform; with the orthogonal "
-                       f"rotation (head_dim {spec.head_dim}) the {kernel} runs on Triton, the store and decode on C++")]
     return []
 
 
@@ -703,6 +700,9 @@ def kernel_names(spec: LayoutSpec) -> dict[str, tuple[str, str]]:
 # The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held
 # the head_dim-64 SoA 4-bit dequant to 40 and spilled)
 DEQUANT_MIN_BLOCKS = 8
+# ... and 4 with a dense rotation (128 registers: under 8 blocks' 64 the m16n8k16 rotation's accumulators and parts
+# spilled 60-316 bytes at head_dim 96, NVRTC sm80 / sm90)
+DENSE_DEQUANT_MIN_BLOCKS = 4
 
 
 def min_resident_bound(platform: Platform, blocks: int, threads: int) -> int:
@@ -763,13 +763,20 @@ def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int] | None:
     return next(((mt, s) for s in range(1, nt + 1) if nt % s == 0 and mt * s % row_warps == 0), None)
 
 
-def dense_store_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
-    """Why ``options`` cannot run the dense rotation's store of ``spec`` (its units do not deal evenly to the warps)."""
-    if not dense_rotation(spec) or dense_store_units(spec.head_dim, options.row_warps):
+def dense_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
+    """Why ``options`` cannot run the dense rotation of ``spec`` in the store and rows dequant (``tq_dense_rotate``):
+    its units do not deal evenly to the block's warps, or the dequant is the lane kernel (no block-wide rows)."""
+    if not dense_rotation(spec):
         return []
-    ok = [w for w in (1, 2, 4, 8) if dense_store_units(spec.head_dim, w)]
-    return [Reason("row_warps", options.row_warps, ok, f"the dense rotation's store deals a block's m-tiles x n-tiles "
-                   f"evenly to its warps (head_dim {spec.head_dim})")]
+    r = []
+    if not dense_store_units(spec.head_dim, options.row_warps):
+        ok = [w for w in (1, 2, 4, 8) if dense_store_units(spec.head_dim, w)]
+        r.append(Reason("row_warps", options.row_warps, ok, f"the dense rotation deals a block's m-tiles x n-tiles "
+                        f"evenly to its warps (head_dim {spec.head_dim})"))
+    if not options.dequant_rows:
+        r.append(Reason("dequant_rows", 0, "1 or more", "the dense rotation's dequant is the rows kernel (a block's rows "
+                        "rotated together), not the lane kernel"))
+    return r
 
 
 def _store_ctx(spec: LayoutSpec, options: CudaOptions) -> dict[str, Any]:
@@ -1213,7 +1220,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        dequant_min=min_resident_bound(platform, DEQUANT_MIN_BLOCKS, options.row_warps * 32),
+        dequant_min=min_resident_bound(platform, DENSE_DEQUANT_MIN_BLOCKS if dense_rotation(spec) else DEQUANT_MIN_BLOCKS,
+                                       options.row_warps * 32),
         mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec, options), merge_groups=MERGE_GROUPS,
         merge_groups_many=merge_groups_many(spec.head_dim), merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
@@ -1256,7 +1264,7 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
     reasons = cuda_reasons(spec, t, kind)
     opts = options or cuda_options(spec, t, kind)
     if not reasons:
-        reasons += opts.reasons(t) + dense_store_reasons(spec, opts)
+        reasons += opts.reasons(t) + dense_reasons(spec, opts)
     if reasons:
         raise SpecError(reasons, f"cannot lower {spec.token} to {backend_for(t)} C++ for {t} ({kind})")
     return Variant(backend=backend_for(t), target=t, kind=kind, spec=spec, options=opts, rules=cuda_rules(spec),
