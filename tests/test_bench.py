@@ -288,7 +288,8 @@ def test_suites():
     # head_dim 96 (Phi-3-mini's heads, no power of two: the orthogonal rotation, the slot bytes the same)
     h = suite_shapes("head96", 4)
     assert {(s.op, s.b, s.l, s.n) for s in h} == {("decode", 1, 4 * K, 0), ("decode", 8, 8 * K, 0),
-                                                  ("decode", 32, 4 * K, 0), ("store", 0, 0, 64 * K)}
+                                                  ("decode", 32, 4 * K, 0), ("store", 0, 0, 64 * K),
+                                                  ("dequant", 8, 8 * K, 0)}
     assert all((s.hq, s.hk, s.d) == (32, 32, 96) for s in h)
     assert rotation_for(96, "4bit_nc") == {"rotation": "orthogonal"} and rotation_for(96, "k8v4") == {}
     assert rotation_for(128, "4bit_nc") == rotation_for(256, "3bit_nc") == {}

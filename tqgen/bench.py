@@ -220,7 +220,7 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
                 Shape("decode", 32, 32 * K, *GEMMA), Shape("store", 0, 0, *GEMMA, n=64 * K)]
     if suite == "head96":  # not one of issue 6's shapes: the padded Triton kernels at head_dim 96 beside SDPA
         return [Shape("decode", 1, 4 * K, *PHI3), Shape("decode", 8, 8 * K, *PHI3),
-                Shape("decode", 32, 4 * K, *PHI3), Shape("store", 0, 0, *PHI3, n=64 * K)]
+                Shape("decode", 32, 4 * K, *PHI3), Shape("store", 0, 0, *PHI3, n=64 * K), Shape("dequant", 8, 8 * K, *PHI3)]
     if suite == "full":
         heads = HEADS_D128 + HEADS_D64 + (SMOLLM2,)
         out = []
@@ -1697,7 +1697,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                         "issue 6 lists; smoke: tiny CPU shapes; mixed: decode of batches of mixed lengths; prefill: prefill "
                         "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, the dequant, and batches of mixed lengths; "
                         "head256: decode at B=1 L=4K, B=32 L=8K / 32K and store of 64K tokens at head_dim 256 (Hq 16, Hk 8); "
-                        "head96: decode at B=1 L=4K, B=8 L=8K, B=32 L=4K and store of 64K tokens at head_dim 96 (Phi-3-mini's "
+                        "head96: decode at B=1 L=4K, B=8 L=8K, B=32 L=4K, store of 64K tokens and dequant at B=8 L=8K at head_dim 96 (Phi-3-mini's "
                         "Hq 32, Hk 32; orthogonal rotation) (default targets)")
     p.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable; default: the suite's)")
     p.add_argument("--preset", action="append", help=f"repeatable; default all: {', '.join(PRESETS)}")
