@@ -11,9 +11,9 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, Rotation, SpecError, Target, rotation_at
 from tqgen.layout import derive_layout, field_alignment
-from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_kernel_reasons, cuda_options,
+from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_options,
                               dense_store_units,
-                              cuda_reasons, kernel_names, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
+                              cuda_reasons, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
 
@@ -23,22 +23,21 @@ def test_reasons_name_what_is_refused():
     assert any(r.field == "kind" for r in cuda_reasons(LayoutSpec.from_preset("4bit_nc"), Target.GFX942, "portable"))
     with pytest.raises(SpecError, match="head_dim"):
         make_variant(d80, "sm90")
-    # head_dim 96: the orthogonal rotation lowers without a dequant (it refuses, naming Triton's); the store rotates by
-    # m16n8k16 products (tq_dense_rotate: one more parameter, Πᵀ's B fragments)
+    # head_dim 96: the orthogonal rotation lowers; the store and rows dequant rotate by m16n8k16 products
+    # (tq_dense_rotate: one more parameter, the B fragments of Πᵀ / Π), the decode takes the rotated query
     d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
-    assert cuda_reasons(d96, Target.SM90) == [] and cuda_kernel_reasons(d96, "decode") == []
-    assert cuda_kernel_reasons(d96, "store") == []
-    (r,) = cuda_kernel_reasons(d96, "dequant")
-    assert r.field == "rotation" and "the dequant runs on Triton" in str(r)
-    assert set(kernel_names(d96)) == set(KERNEL_NAMES) - {"dequant", "dequant_f32"}
-    assert kernel_names(LayoutSpec.from_preset("k8v4", head_dim=96)) == KERNEL_NAMES
+    assert cuda_reasons(d96, Target.SM90) == []
     src = render_cuda(make_variant(d96, "sm90"))
-    assert "tq_decode_split_bf16(" in src and "tq_store_bf16(" in src and "tq_dequant_f32(" not in src
-    assert "TqLayout L, const uint2* __restrict__ rot)" in src and "tq_dense_rotate<BF16>" in src
+    assert all(f"{n}(" in src for pair in KERNEL_NAMES.values() for n in pair)
+    assert src.count("TqLayout L, const uint2* __restrict__ rot)") == 5  # store bf16 / f16, dequant bf16 / f16 / f32
+    assert "tq_dense_rotate<BF16 ? 1 : 2>" in src and "tq_dense_rotate<3>" in src
+    # the dequant's lane kernel cannot (a block's rows rotate together)
+    with pytest.raises(SpecError, match=r"dequant_rows=0 not supported: 1 or more. the dense rotation's dequant"):
+        make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["dequant_rows=0"]))
     # its units (m-tiles x n-tile groups) deal evenly to the block's warps: 3 x 4 on 4 warps; 8 warps' 5 m-tiles of 12
     # n-tiles do not (a reason naming the counts that do)
     assert dense_store_units(96, 4) == (3, 4) and dense_store_units(96, 8) is None and dense_store_units(128, 4) == (2, 2)
-    with pytest.raises(SpecError, match=r"row_warps=8 not supported: one of 1, 2, 4. the dense rotation's store"):
+    with pytest.raises(SpecError, match=r"row_warps=8 not supported: one of 1, 2, 4. the dense rotation deals"):
         make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["row_warps=8"]))
 
 

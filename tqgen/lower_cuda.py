@@ -686,17 +686,6 @@ def dense_rotation(spec: LayoutSpec) -> bool:
     return spec.rotation is Rotation.ORTHOGONAL
 
 
-def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
-    """Why this spec's C++ variant does not serve ``kernel`` (store, decode, dequant) though it lowers."""
-    return []
-
-
-def kernel_names(spec: LayoutSpec) -> dict[str, tuple[str, str]]:
-    """The kernels a variant of ``spec`` defines: KERNEL_NAMES without those ``cuda_kernel_reasons`` refuses (a dense
-    rotation's store and dequant)."""
-    return {k: v for k, v in KERNEL_NAMES.items() if not cuda_kernel_reasons(spec, k.split("_")[0])}
-
-
 # The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held
 # the head_dim-64 SoA 4-bit dequant to 40 and spilled)
 DEQUANT_MIN_BLOCKS = 8

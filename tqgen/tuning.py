@@ -234,12 +234,7 @@ def _fill(kern, cache, hk: int, d: int, dev) -> None:
     slots = torch.arange(c * bs, device=dev, dtype=torch.int32)
     k = torch.randn(c * bs, hk, d, device=dev, dtype=torch.bfloat16) * 2
     v = torch.randn(c * bs, hk, d, device=dev, dtype=torch.bfloat16)
-    from .lower_cuda import cuda_kernel_reasons
-    if cuda_kernel_reasons(kern.spec, "store"):  # a variant without a store: Triton's
-        from .triton_launch import load_triton
-        load_triton(kern.spec, kern.variant.target).store(k, v, cache, slots, check=False)
-    else:
-        kern.store(k, v, cache, slots, check=False)
+    kern.store(k, v, cache, slots, check=False)
     for s in range(c, nb, c):
         m = min(c, nb - s)
         cache[s:s + m].copy_(cache[:m])
