@@ -689,9 +689,10 @@ def dense_rotation(spec: LayoutSpec) -> bool:
 # The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held
 # the head_dim-64 SoA 4-bit dequant to 40 and spilled)
 DEQUANT_MIN_BLOCKS = 8
-# ... and 4 with a dense rotation (128 registers: under 8 blocks' 64 the m16n8k16 rotation's accumulators and parts
-# spilled 60-316 bytes at head_dim 96, NVRTC sm80 / sm90)
-DENSE_DEQUANT_MIN_BLOCKS = 4
+# ... and with a dense rotation 4 on NVIDIA (128 registers: under 8 blocks' 64 the m16n8k16 rotation's accumulators and
+# parts spilled 60-316 bytes at head_dim 96, NVRTC sm80 / sm90), 2 on AMD (its 30 KB of LDS a block: two fit gfx90a /
+# gfx942's 64 KB, where clang refused the 4 blocks' occupancy target)
+DENSE_DEQUANT_MIN_BLOCKS = {"cuda": 4, "hip": 2}
 
 
 def min_resident_bound(platform: Platform, blocks: int, threads: int) -> int:
@@ -1209,8 +1210,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        dequant_min=min_resident_bound(platform, DENSE_DEQUANT_MIN_BLOCKS if dense_rotation(spec) else DEQUANT_MIN_BLOCKS,
-                                       options.row_warps * 32),
+        dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_MIN_BLOCKS[platform.name] if dense_rotation(spec)
+                                                  else DEQUANT_MIN_BLOCKS), options.row_warps * 32),
         mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec, options), merge_groups=MERGE_GROUPS,
         merge_groups_many=merge_groups_many(spec.head_dim), merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
