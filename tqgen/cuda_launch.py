@@ -419,7 +419,7 @@ class CudaKernels:
     pdl: bool = False  # the merge by programmatic dependent launch (CUDA on sm_90+: Driver.launch)
     _splits: dict = field(default_factory=dict)  # num_splits_for's answers by shape
     _layouts: dict = field(default_factory=dict)  # hk -> layout_params (the TqLayout struct's 16 ints)
-    _rotations: dict = field(default_factory=dict)  # device -> Πᵀ (a dense rotation's query: q·Πᵀ)
+    _rotations: dict = field(default_factory=dict)  # a dense rotation's Πᵀ (the query's) and B fragments, a device
 
     @property
     def spec(self) -> LayoutSpec:
@@ -453,6 +453,14 @@ class CudaKernels:
             self._rotations[key] = dense_fragments(rot if inverse else rot.t().contiguous()).to(device)
         return self._rotations[key]
 
+    def _rotated_args(self, kind: str, values: tuple, device: torch.device) -> tuple[tuple, KernelParams]:
+        """A store / dequant launch's values and parameters: with a dense rotation, + its B fragments (Πᵀ for the
+        store, Π for the dequant) and the kernel's longer parameter list."""
+        if not dense_rotation(self.spec):
+            return values, PARAMS[kind]
+        frags = self._dense_frags(device, inverse=kind == "dequant")
+        return (*values, frags.data_ptr()), PARAMS[kind + "_dense"]
+
     @staticmethod
     def _stream(device: torch.device) -> int:
         """torch's current stream on ``device`` (its raw handle: no Stream object, a few us less a launch)."""
@@ -481,9 +489,7 @@ class CudaKernels:
         per_block = warps * (32 // store_lanes(d))  # rows per block
         values = (key.data_ptr(), value.data_ptr(), cache.data_ptr(), slots.data_ptr(), int(slots.element_size() == 8),
                   rows, hk, key.stride(0), key.stride(1), value.stride(0), value.stride(1), *self._layout(hk))
-        params = PARAMS["store"]
-        if dense_rotation(self.spec):
-            values, params = (*values, self._dense_frags(cache.device).data_ptr()), PARAMS["store_dense"]
+        values, params = self._rotated_args("store", values, cache.device)
         self.driver.launch(self._fn("store", key.dtype), (math.ceil(rows / per_block), 1, 1), 32 * warps,
                            params, values, self._stream(cache.device))
 
@@ -647,9 +653,7 @@ class CudaKernels:
         w, nt = o.row_warps, dequant_warp_tokens(o, s.head_dim)  # a warp: nt tokens
         values = (cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), k.data_ptr(), v.data_ptr(), hk, max_len,
                   *self._layout(hk))
-        params = PARAMS["dequant"]
-        if dense_rotation(s):
-            values, params = (*values, self._dense_frags(cache.device, inverse=True).data_ptr()), PARAMS["dequant_dense"]
+        values, params = self._rotated_args("dequant", values, cache.device)
         self.driver.launch(self._fn("dequant", dtype), (math.ceil(max_len / (w * nt)), b * hk, 1), 32 * w, params,
                            values, self._stream(cache.device))
         return k, v

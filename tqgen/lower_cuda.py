@@ -322,6 +322,10 @@ __device__ __forceinline__ uint32_t tq_trans8(uint32_t x, int lane) {
 }
 
 
+#: the warps a block of the decode / the row kernels may have (CudaOptions.decode_warps, row_warps)
+WARP_COUNTS = (1, 2, 4, 8)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CudaOptions:
     """Launch/compile options of the C++ kernels for one target; validates itself."""
@@ -384,8 +388,8 @@ class CudaOptions:
         r = []
         for name in ("decode_warps", "row_warps"):
             v = getattr(self, name)
-            if v not in (1, 2, 4, 8):
-                r.append(Reason(name, v, [1, 2, 4, 8]))
+            if v not in WARP_COUNTS:
+                r.append(Reason(name, v, list(WARP_COUNTS)))
         if self.dequant_tokens not in (1, 2, 4, 8, 16):
             r.append(Reason("dequant_tokens", self.dequant_tokens, [1, 2, 4, 8, 16]))
         if self.dequant_rows not in (0, 1, 2, 4):
@@ -744,7 +748,7 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
 
 
 def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int] | None:
-    """The dense rotation's store (``tq_dense_rotate``): a block's rows (row_warps x 32 / store_lanes) in m-tiles of 16,
+    """The dense rotation's store and rows dequant (``tq_dense_rotate``): a block's rows (row_warps x 32 / store_lanes) in m-tiles of 16,
     each split into n-tile groups so that every warp takes the same number of (m-tile, n-group) units: (m-tiles,
     groups an m-tile), the fewest groups that deal evenly (head_dim 96 on 4 warps: 40 rows, 3 m-tiles x 4 groups of 3
     n-tiles, 3 units a warp); None where no count does (96 on 8 warps: 5 m-tiles of 12 n-tiles)."""
@@ -760,7 +764,7 @@ def dense_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
         return []
     r = []
     if not dense_store_units(spec.head_dim, options.row_warps):
-        ok = [w for w in (1, 2, 4, 8) if dense_store_units(spec.head_dim, w)]
+        ok = [w for w in WARP_COUNTS if dense_store_units(spec.head_dim, w)]
         r.append(Reason("row_warps", options.row_warps, ok, f"the dense rotation deals a block's m-tiles x n-tiles "
                         f"evenly to its warps (head_dim {spec.head_dim})"))
     if not options.dequant_rows:
@@ -778,8 +782,16 @@ def _store_ctx(spec: LayoutSpec, options: CudaOptions) -> dict[str, Any]:
         "k_align": min(field_alignment(spec, "k_data"), 16, pow2_divisor(kch * kbits // 8)),
         "v_align": min(field_alignment(spec, "v_data"), 16, pow2_divisor(vch * spec.value_bits // 8)),
         "grid": None if spec.key_codec.is_fp8 else bucket_grid(spec.head_dim, spec.key_bits),
-        "dense_nsplit": dense_store_units(spec.head_dim, options.row_warps)[1] if dense_rotation(spec) else 0,
+        "dense": _dense_plan(spec.head_dim, options.row_warps) if dense_rotation(spec) else None,
     }
+
+
+def _dense_plan(head_dim: int, row_warps: int) -> dict[str, int]:
+    """``tq_dense_rotate``'s constants (``dense_store_units``): rows a block, its m-tiles, n-tile groups an m-tile,
+    n-tiles a unit, units a warp."""
+    mt, groups = dense_store_units(head_dim, row_warps)
+    return {"rows": row_warps * (32 // store_lanes(head_dim)), "mt": mt, "groups": groups,
+            "npu": head_dim // 8 // groups, "upw": mt * groups // row_warps}
 
 
 def _alignments(spec: LayoutSpec) -> dict[str, int]:
