@@ -59,15 +59,16 @@ PADDED = [("4bit_nc", "soa", 96, "orthogonal", ("cuda", "cuda", "cuda")),
           ("3bit_nc", "soa", 96, "orthogonal", ("cuda", "cuda", "cuda")),
           ("k3v4_nc", "aos", 96, "orthogonal", ("cuda", "cuda", "cuda")),
           ("3bit_nc", "aos", 80, "orthogonal", ("triton", "triton", "triton")),
-          ("k8v4", "aos", 96, None, ("triton", "cuda", "cuda")),
-          ("k8v4", "soa", 96, None, ("triton", "cuda", "cuda"))]
+          ("k8v4", "aos", 96, None, ("triton", "cuda", "triton")),
+          ("k8v4", "soa", 96, None, ("triton", "cuda", "triton"))]
 
 
 @pytest.mark.parametrize("preset,layout,head_dim,rotation,backends", PADDED)
 def test_runtime_serves_padded_head_dims(preset, layout, head_dim, rotation, backends):
     """A head_dim no power of two: Phi-3's 96 takes the C++ decode since session 50 (3 elements a lane; with the
     orthogonal rotation the launcher rotates the query; the C++ store and dequant rotate by m16n8k16 products: session
-    51, timed faster than Triton's in session 52) and the Triton store for fp8 keys (measured faster: select._ordered);
+    51, timed faster than Triton's in session 52) and the Triton store and dequant for fp8 keys (measured faster:
+    select._ordered);
     Phi-2's 80 the Triton kernels, padded to the next power of two (before session 48: the reference)."""
     kw = {"rotation": rotation} if rotation else {}
     kv = tqr.load(preset, layout=layout, head_dim=head_dim, num_kv_heads=8, num_q_heads=32, device="cuda", **kw)
