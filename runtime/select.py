@@ -188,13 +188,14 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
 #: SoA fp8 keys 85.4 % (Triton) vs 65.6 % (bench/results/h100-2026-12-06-head96-cpp-graph.md). The dense
 #: (orthogonal) rotation's C++ store and dequant (m16n8k16 products, session 52) beat Triton's dots: store at 64K
 #: tokens 37.8-39.4 % vs 11.2-14.6 %, dequant 26.9-31.6 % vs 6.2-7.6 %; the same run's dequant of unrotated fp8 keys at
-#: 96: Triton 85.8-86.6 %, C++ 67.0-67.6 % (bench/results/h100-2026-12-07-head96-dense-store.md)
+#: 96: Triton 85.8-86.6 %, C++ 67.0-67.6 % (bench/results/h100-2026-12-07-head96-dense-store.md); fp8 keys rotated by
+#: Πᵀ at 96: the C++ store 2.0-2.4x Triton's (h100-2026-12-07-session52.md)
 def _ordered(cands: list[Candidate], kernel: str, req: Request, target: Target) -> list[Candidate]:
     s = req.spec
-    odd_fp8 = s.key_codec.is_fp8 and not is_power_of_two(s.head_dim)
-    if target.info.vendor is Vendor.NVIDIA and (
-            (kernel == "store" and s.key_codec.is_fp8 and (s.layout is Layout.AOS or odd_fp8))
-            or (kernel == "dequant" and odd_fp8 and s.rotation is not Rotation.ORTHOGONAL)):
+    fp8 = s.key_codec.is_fp8 and s.rotation is not Rotation.ORTHOGONAL  # (rotated by Πᵀ: the C++ products win)
+    odd = not is_power_of_two(s.head_dim)
+    if target.info.vendor is Vendor.NVIDIA and fp8 and (
+            (kernel == "store" and (s.layout is Layout.AOS or odd)) or (kernel == "dequant" and odd)):
         return sorted(cands, key=lambda c: {Backend.TRITON: 0, Backend.CUDA: 1}.get(c.backend, 2))
     return cands
 

@@ -60,9 +60,10 @@ def test_fp8_on_gfx90a_falls_to_reference_with_reason():
 @pytest.mark.parametrize("target", ["sm90", "sm80", "gfx942"])
 def test_head_dim_96_takes_the_cpp_decode_per_kernel(target):
     """head_dim 96 (Phi-3-mini; session 50): with the orthogonal rotation the C++ variant has every kernel and serves
-    them all (session 51: the store and dequant rotate by m16n8k16 products; session 52 timed them 2.6-3.3x / 3.6-4.9x
+    them all (session 51: the store and dequant rotate by m16n8k16 products; session 52 timed them 2.7-3.4x / 3.8-5.1x
     faster than Triton's on an H100), 3bit_nc too (its value eighths of 4.5 bytes are byte loads); fp8 keys unrotated
-    take the C++ decode, and on NVIDIA Triton's store and dequant (measured faster at 96: select._ordered)."""
+    take the C++ decode, and on NVIDIA Triton's store and dequant (measured faster at 96: select._ordered); rotated
+    by the orthogonal Πᵀ, the C++ store and dequant."""
     cpp = "hip" if target.startswith("gfx") else "cuda"
     kw = dict(layout="soa", head_dim=96, num_kv_heads=32, num_q_heads=32, device=target)
     p = tqr.plan("4bit_nc", rotation="orthogonal", **kw)
@@ -75,6 +76,8 @@ def test_head_dim_96_takes_the_cpp_decode_per_kernel(target):
     p8 = tqr.plan("k8v4", **codec, **kw)
     fp8 = "triton" if cpp == "cuda" else "hip"
     assert [p8.chosen(k).name for k in ("store", "decode", "dequant")] == [fp8, cpp, fp8]
+    r8 = tqr.plan("k8v4", rotation="orthogonal", rotation_seed=3, **codec, **kw)  # rotated by Πᵀ: C++ throughout
+    assert [r8.chosen(k).name for k in ("store", "decode", "dequant")] == [cpp, cpp, cpp]
 
 
 def test_capability_mapping():

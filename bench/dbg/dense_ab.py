@@ -4,7 +4,11 @@ template of commit 32fee8b6, by git show) against the current one (the k-chunk l
 beside Triton's store / dequant; 4bit_nc SoA / AoS (bf16 and fp16 keys), rotated fp8 keys SoA / AoS (seed 3, bf16),
 64K tokens x 32 KV heads, the dequant at B=8 L=8K (bf16 out). Each store's cache checked against the reference
 (compare_store's rule, 4096 tokens) and old vs new C++ bit for bit. Prints a markdown table last.
-    PYTHONPATH=.:/tmp/pp python bench/dbg/dense_ab.py"""
+    PYTHONPATH=.:/tmp/pp python bench/dbg/dense_ab.py
+    OLD=HEAD MB=6 ... python bench/dbg/dense_ab.py   # another old commit; also the current rendering with the store's
+                                                     # __launch_bounds__ minimum at MB blocks an SM ("cuda mbN")"""
+import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -16,13 +20,14 @@ import torch
 from tqgen import LayoutSpec
 from tqgen import reference as ref
 from tqgen.cuda_launch import kernels_from_image, load_variant as load_cuda_variant
-from tqgen.lower_cuda import CUDA_TEMPLATE, _render_inputs, make_variant as make_cuda
+from tqgen.lower_cuda import CUDA_TEMPLATE, _render_inputs, make_variant as make_cuda, render_cuda
 from tqgen.lower_triton import BANNER, make_variant as make_triton
 from tqgen.nvrtc import compile_cuda_any
 from tqgen.testing import compare_store
 from tqgen.triton_launch import load_variant as load_triton_variant
 
-OLD_COMMIT = "32fee8b6"
+OLD_COMMIT = os.environ.get("OLD", "32fee8b6")
+MB = os.environ.get("MB")
 old_dir = Path(tempfile.mkdtemp()) / "gpu"
 old_dir.mkdir()
 (old_dir / "kernels.cu.j2").write_bytes(subprocess.run(
@@ -33,9 +38,9 @@ dev = torch.device("cuda")
 N, HK, D, B, L = 65536, 32, 96, 8, 8192
 
 
-def old_cpp(v):
-    src = old_env.get_template(CUDA_TEMPLATE).render(**_render_inputs(v.spec, v.target, v.kind, v.options),
-                                                     banner=BANNER, variant_id=v.id)
+def old_cpp(v, src=None):
+    src = src or old_env.get_template(CUDA_TEMPLATE).render(**_render_inputs(v.spec, v.target, v.kind, v.options),
+                                                            banner=BANNER, variant_id=v.id)
     d = Path(tempfile.mkdtemp())
     (d / "k.cu").write_text(src)
     r = compile_cuda_any(d / "k.cu", "sm90", d)
@@ -67,6 +72,11 @@ for preset, lay, kw, dt in CASES:
     vc = make_cuda(spec, "sm90")
     impls = {"cuda new": load_cuda_variant(vc, dev), "cuda old": old_cpp(vc),
              "triton": load_triton_variant(make_triton(spec, "sm90"))}
+    if MB:
+        src, n = re.subn(r"__launch_bounds__\(TQ_ROW_WARPS \* 32\)\ntq_store",
+                         f"__launch_bounds__(TQ_ROW_WARPS * 32, {MB})\ntq_store", render_cuda(vc))
+        assert n == 2, n
+        impls[f"cuda mb{MB}"] = old_cpp(vc, src)
     key = torch.randn(N, HK, D, device=dev, generator=g).to(dt)
     val = torch.randn(N, HK, D, device=dev, generator=g).to(dt)
     slots = torch.randperm(N, device=dev, generator=g).to(torch.int32)
