@@ -5,8 +5,9 @@ beside Triton's store / dequant; 4bit_nc SoA / AoS (bf16 and fp16 keys), rotated
 64K tokens x 32 KV heads, the dequant at B=8 L=8K (bf16 out). Each store's cache checked against the reference
 (compare_store's rule, 4096 tokens) and old vs new C++ bit for bit. Prints a markdown table last.
     PYTHONPATH=.:/tmp/pp python bench/dbg/dense_ab.py
-    OLD=HEAD MB=6 ... python bench/dbg/dense_ab.py   # another old commit; also the current rendering with the store's
-                                                     # __launch_bounds__ minimum at MB blocks an SM ("cuda mbN")"""
+    OLD=HEAD MB=6 ... python bench/dbg/dense_ab.py   # another old commit (or a template file); also the current
+                                                     # rendering with the store's __launch_bounds__ minimum at MB
+                                                     # blocks an SM ("cuda mbN")"""
 import os
 import re
 import statistics
@@ -30,7 +31,7 @@ OLD_COMMIT = os.environ.get("OLD", "32fee8b6")
 MB = os.environ.get("MB")
 old_dir = Path(tempfile.mkdtemp()) / "gpu"
 old_dir.mkdir()
-(old_dir / "kernels.cu.j2").write_bytes(subprocess.run(
+(old_dir / "kernels.cu.j2").write_bytes(Path(OLD_COMMIT).read_bytes() if Path(OLD_COMMIT).is_file() else subprocess.run(
     ["git", "show", f"{OLD_COMMIT}:tqgen/templates/gpu/kernels.cu.j2"], check=True, capture_output=True).stdout)
 old_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(old_dir.parent)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
