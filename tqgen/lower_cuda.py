@@ -748,13 +748,16 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
 
 
 def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int] | None:
-    """The dense rotation's store and rows dequant (``tq_dense_rotate``): a block's rows (row_warps x 32 / store_lanes) in m-tiles of 16,
-    each split into n-tile groups so that every warp takes the same number of (m-tile, n-group) units: (m-tiles,
-    groups an m-tile), the fewest groups that deal evenly (head_dim 96 on 4 warps: 40 rows, 3 m-tiles x 4 groups of 3
-    n-tiles, 3 units a warp); None where no count does (96 on 8 warps: 5 m-tiles of 12 n-tiles)."""
+    """The dense rotation's store and rows dequant (``tq_dense_rotate``): a block's rows (row_warps x 32 /
+    store_lanes) in m-tiles of 16, each split into n-tile groups so that every warp takes the same number of (m-tile,
+    n-group) units: (m-tiles, groups an m-tile), the fewest groups that deal evenly (head_dim 96 on 4 warps: 40 rows,
+    3 m-tiles x 4 groups of 3 n-tiles, 3 units a warp); None where no count does (96 on 8 warps: 5 m-tiles of 12
+    n-tiles). The groups divide row_warps, so a warp's units share one n-tile group (warp % groups) and each k-chunk's
+    B fragments serve them all."""
     rows = row_warps * (32 // store_lanes(head_dim))
     mt, nt = -(-rows // 16), head_dim // 8
-    return next(((mt, s) for s in range(1, nt + 1) if nt % s == 0 and mt * s % row_warps == 0), None)
+    return next(((mt, s) for s in range(1, nt + 1) if nt % s == 0 and row_warps % s == 0 and mt * s % row_warps == 0),
+                None)
 
 
 def dense_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
