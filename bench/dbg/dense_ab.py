@@ -10,22 +10,24 @@ beside Triton's store / dequant; 4bit_nc SoA / AoS (bf16 and fp16 keys), rotated
                                                      # blocks an SM ("cuda mbN")"""
 import os
 import re
-import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import jinja2
 import torch
 
-from tqgen import LayoutSpec
-from tqgen import reference as ref
-from tqgen.cuda_launch import kernels_from_image, load_variant as load_cuda_variant
-from tqgen.lower_cuda import CUDA_TEMPLATE, _render_inputs, make_variant as make_cuda, render_cuda
-from tqgen.lower_triton import BANNER, make_variant as make_triton
-from tqgen.nvrtc import compile_cuda_any
-from tqgen.testing import compare_store
-from tqgen.triton_launch import load_variant as load_triton_variant
+sys.path.insert(0, "bench")
+from cuda_h200 import bench  # noqa: E402
+from tqgen import LayoutSpec  # noqa: E402
+from tqgen import reference as ref  # noqa: E402
+from tqgen.cuda_launch import kernels_from_image, load_variant as load_cuda_variant  # noqa: E402
+from tqgen.lower_cuda import CUDA_TEMPLATE, _render_inputs, make_variant as make_cuda, render_cuda  # noqa: E402
+from tqgen.lower_triton import BANNER, make_variant as make_triton  # noqa: E402
+from tqgen.nvrtc import compile_cuda_any  # noqa: E402
+from tqgen.testing import compare_store  # noqa: E402
+from tqgen.triton_launch import load_variant as load_triton_variant  # noqa: E402
 
 OLD_COMMIT = os.environ.get("OLD", "32fee8b6")
 MB = os.environ.get("MB")
@@ -47,20 +49,6 @@ def old_cpp(v, src=None):
     r = compile_cuda_any(d / "k.cu", "sm90", d)
     assert r.ok, r.log[-2000:]
     return kernels_from_image(v, Path(r.output).read_bytes(), dev)
-
-
-def med_us(fn, reps=15):
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(ts)
 
 
 CASES = [("4bit_nc", "soa", {}, torch.bfloat16), ("4bit_nc", "aos", {}, torch.bfloat16),
@@ -91,7 +79,7 @@ for preset, lay, kw, dt in CASES:
         diff = compare_store(spec, small.cpu(), want, key[:4096].cpu(), s4.cpu())
         caches[name] = small
         cache = ref.allocate(spec, N // spec.block_size, HK, dev)
-        us = med_us(lambda: k.store(key, val, cache, slots, check=False))
+        us = bench(lambda: k.store(key, val, cache, slots, check=False))
         rows.append(("store", preset, lay, str(dt)[6:], name, us, diff.summary()[:60]))
         print(rows[-1], flush=True)
     same = torch.equal(caches["cuda new"], caches["cuda old"])
@@ -106,7 +94,7 @@ for preset, lay, kw, dt in CASES:
         outs = {}
         for name, k in impls.items():
             outs[name] = k.dequant(cache, bt, sl, L, torch.bfloat16, check=False)
-            us = med_us(lambda: k.dequant(cache, bt, sl, L, torch.bfloat16, check=False))
+            us = bench(lambda: k.dequant(cache, bt, sl, L, torch.bfloat16, check=False))
             err = (outs[name][0].float() - outs["cuda new"][0].float()).abs().max().item()
             rows.append(("dequant", preset, lay, "bf16", name, us, f"K max |diff| vs new {err:.2e}"))
             print(rows[-1], flush=True)
