@@ -63,8 +63,8 @@ D256 = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=256), "sm90"
 
 # head_dim 96 (Phi-3-mini's; 3 elements a lane, 6 chunks of 16, 3 store lanes a row): fp8 keys unrotated (store,
 # decode, dequant) and, with the orthogonal rotation (no Hadamard matrix at 96), store and decode (the query rotated by
-# the launcher; lower_cuda.dense_rotation): every preset x layout (3bit_nc's value eighths are 4.5 bytes: byte loads
-# shifted into place), fp8 keys rotated
+# the launcher; lower_cuda.dense_rotation): every preset x layout (3bit_nc's value eighths are 4.5 bytes: the line
+# loads' words funnel-shifted into place), fp8 keys rotated
 D96 = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=96, **({} if p == "k8v4" else {"rotation": "orthogonal"})),
                     "sm90") for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")] + \
     [make_variant(LayoutSpec.from_preset("k8v4", layout="soa", head_dim=96, rotation="orthogonal", rotation_seed=3), "sm90")]

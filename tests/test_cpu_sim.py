@@ -164,7 +164,7 @@ def test_head_dim_256_matches_reference(variant):
 @pytest.mark.parametrize("variant", cc.D96 + HIP_D96, ids=lambda v: v.id)
 def test_head_dim_96_matches_reference(variant):
     """head_dim 96 (Phi-3-mini's: 3 elements a lane, 6 chunks of 16, 3 store lanes a row, the merges' 3-element
-    lanes; 3-bit values' 4.5-byte eighths): sm90 fp8 keys unrotated (store, decode, dequant) and every rotating preset
+    lanes; 3-bit values' 4.5-byte eighths, by the line loads' funnel-shifted words since session 53): sm90 fp8 keys unrotated (store, decode, dequant) and every rotating preset
     with the orthogonal rotation (the store's keys rotated by m16n8k16 products, session 51; the decode's query by the
     launcher; the dequant refuses, naming Triton's), gfx942 AoS 4bit_nc, gfx90a SoA k3v4_nc, gfx950 SoA k8v4 and AoS
     3bit_nc (the products by the shuffle contract): the same checks."""
@@ -357,7 +357,8 @@ def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dic
 
 
 @pytest.mark.parametrize("variant", DISTINCT + HIP_D64 + HIP_ROTATED_FP8 + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64
-                         + cc.GROUPED + [LANE_DEQUANT] + DENSE_STORE[:1] + HIP_D96[:1], ids=lambda v: v.id)
+                         + cc.GROUPED + [LANE_DEQUANT] + DENSE_STORE[:1] + HIP_D96[:1]
+                         + [_cpp("3bit_nc", "soa", 96, rotation="orthogonal")], ids=lambda v: v.id)
 def test_schedules_write_the_same_bytes(variant):
     """The race check: every kernel (store bf16 / fp16, decode plain / sinks + window / balanced, merge, dequant rows
     or lane kernel) writes the same bytes under the default schedule and under each wavefront-at-a-time schedule

@@ -41,17 +41,30 @@ def test_reasons_name_what_is_refused():
         make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["row_warps=8"]))
 
 
-def test_fractional_value_eighths_take_byte_loads():
+def test_fractional_value_eighths_take_line_loads():
     """3-bit values at head_dim 96: an eighth of a token's value codes (a decode thread's) is 36 bits, 4.5 bytes at
-    half-byte offsets: byte loads of 5 bytes shifted into place (no cp.async pieces, no line loads), the P·V plan over
-    36 bits (6 m-tiles in 2 words, the last pair straddling them); every other width's eighths are whole bytes."""
-    from tqgen.lower_cuda import _alignments, _render_inputs, value_windows
-    spec = LayoutSpec.from_preset("3bit_nc", layout="soa", head_dim=96, rotation="orthogonal")
-    assert cuda_reasons(spec, Target.SM90) == []
-    assert _alignments(spec)["v_eighth"] == 1
-    r = _render_inputs(spec, Target.SM90, "generic", cuda_options(spec, Target.SM90))
-    assert r["vd"] == 36 and not r["async_copy"] and r["lines"] is None and len(r["vplan"]) == 6
-    assert [w is None for w in r["vplan"]] == [False] * 5 + [True]  # codes 10, 11 (bits 30-35) straddle the words
+    half-byte offsets (value_eighth: the 5 bytes from the eighth's first byte). No per-thread cp.async pieces (not
+    whole aligned words); the line loads copy the records like slots (SoA: 72-byte records, not whole chunks) and read
+    each eighth as 2 funnel-shifted words (no access width); the P·V plan over 36 bits (6 m-tiles in 2 words, the last
+    pair straddling them); every other width's eighths are whole bytes."""
+    from tqgen.lower_cuda import _alignments, _render_inputs, line_reads, value_eighth, value_windows
+    assert value_eighth(36) == (5, (0, 4, 9, 13, 18, 22, 27, 31)) and value_eighth(48) == (6, (0, 6, 12, 18, 24, 30, 36, 42))
+    with pytest.raises(ValueError, match=r"vd % 8 in 0, 4\) are decoded; got vd % 8 = 2"):
+        value_eighth(42)
+    for lay in ("soa", "aos"):
+        spec = LayoutSpec.from_preset("3bit_nc", layout=lay, head_dim=96, rotation="orthogonal")
+        assert cuda_reasons(spec, Target.SM90) == []
+        assert _alignments(spec)["v_eighth"] == 1
+        r = _render_inputs(spec, Target.SM90, "generic", cuda_options(spec, Target.SM90))
+        assert r["vd"] == 36 and r["async_copy"] and len(r["vplan"]) == 6
+        lines = r["lines"]
+        assert lines["aos"] and lines["rv"] == 2 and lines["av"] == 0 and lines["slot"] == (72 if lay == "soa" else 78)
+        assert [w is None for w in r["vplan"]] == [False] * 5 + [True]  # codes 10, 11 (bits 30-35) straddle the words
+    # lane (g, r)'s reads of the eighth g: the words of bytes 36 + 4.5g .. + 4 (SoA: V after the 36 key bytes)
+    v_reads = line_reads(36, 36, reads=(3, 0, 2, 0))[6:]
+    assert len(v_reads) == 8 and all(w == 4 for w, _ in v_reads)
+    assert [v_reads[0][1][4 * g][1] for g in range(8)] == [4 * ((36 + b) // 4) for b in value_eighth(36)[1]]
+    assert [v_reads[1][1][4 * g][1] for g in range(8)] == [4 * ((36 + b + 4) // 4) for b in value_eighth(36)[1]]
     assert value_windows(3, 36)[:4] == value_windows(3, 48)[:4]  # the same windows where both have them
     v = make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), "sm90")
     too_wide = Request(spec=v.spec, num_q_heads=64, num_kv_heads=2)

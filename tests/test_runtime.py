@@ -61,7 +61,7 @@ def test_fp8_on_gfx90a_falls_to_reference_with_reason():
 def test_head_dim_96_takes_the_cpp_decode_per_kernel(target):
     """head_dim 96 (Phi-3-mini; session 50): with the orthogonal rotation the C++ variant has every kernel and serves
     them all (session 51: the store and dequant rotate by m16n8k16 products; session 52 timed them 2.7-3.4x / 3.8-5.1x
-    faster than Triton's on an H100), 3bit_nc too (its value eighths of 4.5 bytes are byte loads); fp8 keys unrotated
+    faster than Triton's on an H100), 3bit_nc too (its value eighths of 4.5 bytes: byte loads on AMD, the line loads' shifted words on NVIDIA); fp8 keys unrotated
     take the C++ decode, and on NVIDIA Triton's store and dequant (measured faster at 96: select._ordered); rotated
     by the orthogonal Πᵀ, the C++ store and dequant."""
     cpp = "hip" if target.startswith("gfx") else "cuda"

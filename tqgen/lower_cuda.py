@@ -879,13 +879,24 @@ def _access_width(n: int, starts: list[int]) -> int:
     return next((a for a in (16, 8, 4) if n % a == 0 and all(b % a == 0 for b in starts)), 0)
 
 
+def value_eighth(vd: int) -> tuple[int, tuple[int, ...]]:
+    """A decode thread's value piece, the eighth g of a token's ``vd`` value bytes (``vd`` bits from bit g·vd of the
+    field): (the bytes read for it, the byte each eighth starts in). Whole bytes: vd / 8 bytes at byte g·vd / 8. 3-bit
+    values at head_dim 96 (vd 36): 4.5 bytes at half-byte offsets, read as the 5 bytes from the eighth's first byte
+    on and shifted (g·vd) % 8 bits further (the kernel's VQ)."""
+    if vd % 8 not in (0, 4):
+        raise ValueError(f"value eighths of {vd} bytes: whole bytes or halves (vd % 8 in 0, 4) are decoded; "
+                         f"got vd % 8 = {vd % 8}")
+    return (vd // 8 if vd % 8 == 0 else vd // 8 + 1), tuple(g * vd // 8 for g in range(8))
+
+
 def _reads_for(kd: int, vd: int, vo: int, shifts: tuple[int, ...]) -> tuple[int, int, int, int]:
     """(rk, wk, rv, wv) for the K quarters / V eighths of records starting at any of ``shifts`` bytes
     into their first chunk: wk > 0, pieces read as accesses of wk bytes (rk = 0); wk = 0, as rk aligned
-    4-byte words, funnel-shifted (the same for V)."""
-    kq, vq = kd // 4, vd // 8
+    4-byte words, funnel-shifted (the same for V; fractional eighths, ``value_eighth``: always words)."""
+    kq, (vq, v0) = kd // 4, value_eighth(vd)
     ks = [o + r * kq for o in shifts for r in range(4)]
-    vs = [o + vo + g * vq for o in shifts for g in range(8)]
+    vs = [o + vo + b for o in shifts for b in v0]
     wk, wv = _access_width(kq, ks), _access_width(vq, vs)
     return (0 if wk else _piece_reads(kq, ks)), wk, (0 if wv else _piece_reads(vq, vs)), wv
 
@@ -900,7 +911,7 @@ def line_reads(kd: int, vd: int, vo: int | None = None, o: int = 0,
     values: 6-byte eighths; 3-bit keys at head_dim 64; AoS pieces at 2-byte offsets) are read as
     aligned 4-byte words, others in accesses of the width ``_reads_for`` gives (``reads``: its
     answer for every row the kernel reads, default this one row's)."""
-    kq, vq = kd // 4, vd // 8
+    kq, (vq, v0) = kd // 4, value_eighth(vd)
     vo = kd if vo is None else vo
     rk, wk, rv, wv = reads if reads is not None else _reads_for(kd, vd, vo, (o,))
     wk, wv = wk or 4, wv or 4
@@ -910,7 +921,7 @@ def line_reads(kd: int, vd: int, vo: int | None = None, o: int = 0,
         for x in range(len(per_lane[0])):
             out.append((wk, [(8 * j + ln // 4, per_lane[ln][x]) for ln in range(32)]))
     for i in range(4):
-        per_lane = [_piece_words(vq, o + vo + (ln // 4) * vq, rv, wv) for ln in range(32)]
+        per_lane = [_piece_words(vq, o + vo + v0[ln // 4], rv, wv) for ln in range(32)]
         for x in range(len(per_lane[0])):
             out.append((wv, [(2 * (ln % 4) + (i & 1) + 8 * (i >> 1), per_lane[ln][x]) for ln in range(32)]))
     return out
@@ -989,7 +1000,7 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dic
     if not _pipeline_ok(spec, platform):
         return None
     bl = derive_layout(spec)
-    if bl.kd % 4 or bl.vd % 8 or spec.block_size % 16:
+    if bl.kd % 4 or bl.vd % 4 or spec.block_size % 16:  # (value eighths of whole or half bytes: value_eighth)
         return None
     names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
     for h in range(1, 17):
@@ -1024,7 +1035,7 @@ def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, 
     nc = (max(shifts) + group * slot + 15) // 16  # chunks the group's slots can reach into
     reads_at = tuple(sorted({o + w * slot for o in shifts for w in range(group)}))
     rk, ak, rv, av = _reads_for(bl.kd, bl.vd, vo, reads_at)
-    kq, vq = bl.kd // 4, bl.vd // 8
+    kq, vq = bl.kd // 4, value_eighth(bl.vd)[0]
     model = None
     if spec.layout is Layout.AOS:
         # AoS slots keep the plan their measurements chose (sessions 4-18): every piece read as words, funnel-
@@ -1054,7 +1065,7 @@ def _line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[st
         return None
     bl = derive_layout(spec)
     rec = bl.kd + bl.vd
-    if bl.kd % 4 or bl.vd % 8:
+    if bl.kd % 4 or bl.vd % 4:  # (value eighths of whole or half bytes: value_eighth)
         return None
     names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
     whole = rec % 16 == 0
@@ -1070,11 +1081,12 @@ def _line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[st
             fa = page[f]
             if fa.token_stride != 2 or math.gcd(fa.offset, fa.head_stride, page.block_bytes) % 16:
                 return None
-    if not whole or group > 1:
+    if not whole or group > 1 or bl.vd % 8:
         # records that are not whole aligned chunks (k3v4_nc at head_dim 64: 24 + 32 bytes, 8-byte
         # aligned), or the records of a head group side by side (one row per token: records that
         # share 32-byte sectors with a neighbour head's, k3v4_nc at head_dim 128: 112 bytes, are
-        # copied once): copied like AoS slots (the chunks that reach into each), the fields as SoA runs
+        # copied once), or fractional value eighths (read at their bits by the slot path's shifts): copied like AoS
+        # slots (the chunks that reach into each), the fields as SoA runs
         return _slot_lines(spec, rec, bl.kd, nmeta=len(names), group=group)
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)
     rk, ak, rv, av = _reads_for(bl.kd, bl.vd, bl.kd, (0,))
