@@ -1,13 +1,14 @@
 #!/bin/bash
-# Session 53: 3-bit values at head_dim 96 (4.5-byte value eighths) through the decode's line loads. The GPU checks of
-# the 3bit_nc head_dim-96 variants, then the same-run A/B against the register-prefetch path (bench/dbg/frac_ab.py;
-# OLD_DIR: the previous commit's rendered sources, bench/dbg/old_src, untracked), then tqgen bench --suite head96
-# --preset 3bit_nc (C++ decode, the split table's counts, CUDA graphs). Files under $OUT.
+# Session 53: 3-bit values at head_dim 96 (4.5-byte value eighths) through the decode's line loads, and the dense
+# store's bf16 keys written to shared memory as loaded. The GPU checks of the head_dim-96 variants with the orthogonal
+# rotation (every preset x layout: store, decode, dequant), then the same-run A/B of the decode against the register-
+# prefetch path (bench/dbg/frac_ab.py; OLD_DIR: the previous commit's rendered sources, bench/dbg/old_src, untracked)
+# and of the dense store against the previous template (bench/dbg/dense_ab.py; OLD: bench/dbg/old_tpl, untracked).
+# Files under $OUT.
 . "$(dirname "$0")/device_env.sh"
-K='96 and k3nc-v3' timeout ${TESTS_S:-150} bash bench/dbg/gpu_tests.sh 4 tests/test_cuda_gpu.py 2>&1 | tail -8
+K='96 and orthogonal0' timeout ${TESTS_S:-170} bash bench/dbg/gpu_tests.sh 4 tests/test_cuda_gpu.py 2>&1 | tail -8
 echo "tests done at $((SECONDS - t0)) s"
-OLD_DIR=${OLD_DIR:-bench/dbg/old_src} timeout ${AB_S:-240} python bench/dbg/frac_ab.py 2>&1 | tee $OUT/frac-ab.txt | tail -12
-echo "A/B done at $((SECONDS - t0)) s"
-timeout ${BENCH_S:-120} python -m tqgen bench --suite head96 --backend cuda --op decode --preset 3bit_nc --cuda-graph \
-  --no-plot --out $OUT --tag $slug-$day-head96-3bit-lines-graph 2>&1 | tail -2
+OLD_DIR=${OLD_DIR:-bench/dbg/old_src} timeout ${AB_S:-200} python bench/dbg/frac_ab.py 2>&1 | tee $OUT/frac-ab.txt | tail -12
+echo "decode A/B done at $((SECONDS - t0)) s"
+OLD=${OLD:-bench/dbg/old_tpl/kernels.cu.j2} timeout ${DENSE_S:-200} python bench/dbg/dense_ab.py 2>&1 | tee $OUT/dense-ab.txt | tail -24
 echo "done at $((SECONDS - t0)) s"
