@@ -30,7 +30,11 @@ def test_reasons_name_what_is_refused():
     src = render_cuda(make_variant(d96, "sm90"))
     assert all(f"{n}(" in src for pair in KERNEL_NAMES.values() for n in pair)
     assert src.count("TqLayout L, const uint2* __restrict__ rot)") == 5  # store bf16 / f16, dequant bf16 / f16 / f32
-    assert "tq_dense_rotate<BF16 ? 1 : 2>" in src and "tq_dense_rotate<3>" in src
+    # bf16 keys' rows as loaded (one part), fp16 keys' two parts, the dequant's three
+    assert "tq_dense_rotate<1, true>(" in src and "tq_dense_rotate<2>(" in src and "tq_dense_rotate<3>(" in src
+    fp8 = render_cuda(make_variant(LayoutSpec.from_preset("k8v4", head_dim=96, rotation="orthogonal", rotation_seed=3),
+                                   "sm90"))
+    assert "tq_dense_rotate<BF16 ? 1 : 2>(" in fp8 and "tq_dense_rotate<1, true>" not in fp8  # (±inf clamped first)
     # the dequant's lane kernel cannot (a block's rows rotate together)
     with pytest.raises(SpecError, match=r"dequant_rows=0 not supported: 1 or more. the dense rotation's dequant"):
         make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["dequant_rows=0"]))
