@@ -117,6 +117,11 @@ def test_portable_instances_compile(tmp_path):
         v = make_variant(preset_spec_for_target(preset, Target.SM90, layout="soa"), "sm90", "portable")
         r = _compiled(v, tmp_path / preset)  # (spills allowed: a test instance; its decode emulates mma with shuffles)
         assert {"tq_store_bf16", "tq_decode_split_bf16", "tq_decode_merge_f16"} <= set(r.kernels)
+    # head_dim 64 (a thread's value eighth one word): the register prefetch's assertion for 96's fractional eighths
+    # sat non-dependent in a discarded if-constexpr branch and failed every such build from session 50 to 53 (found
+    # by session 53's GPU run; the runtime had fallen back to Triton for them)
+    v = make_variant(preset_spec_for_target("4bit_nc", Target.SM90, layout="aos", head_dim=64), "sm90", "portable")
+    assert {"tq_decode_split_bf16", "tq_dequant_f32"} <= set(_compiled(v, tmp_path / "d64").kernels)
 
 
 def test_dynamic_smem_decode_compiles(tmp_path):
