@@ -48,6 +48,23 @@ def bench(fn, reps=20, warm=3):
     return ts[len(ts) // 2]
 
 
+def kernels_from_source(v, src: str, dev, arch: str = "sm90"):
+    """The kernels of a C++ source other than ``v``'s rendering (an older template's, a patched one), built as the
+    runtime builds (``compile_cuda_any``: nvcc, else NVRTC) and launched with variant ``v``'s options: the debug
+    A/B scripts' old arm."""
+    import tempfile
+    from pathlib import Path
+
+    from tqgen.cuda_launch import kernels_from_image
+    from tqgen.nvrtc import compile_cuda_any
+
+    d = Path(tempfile.mkdtemp())
+    (d / "k.cu").write_text(src)
+    r = compile_cuda_any(d / "k.cu", arch, d)
+    assert r.ok, r.log[-2000:]
+    return kernels_from_image(v, Path(r.output).read_bytes(), dev)
+
+
 def wall_us(fn, reps=20, warm=3):
     """Wall-clock us a call of ``fn``, back to back with one sync at the end: the host's work and the GPU's together,
     what an eager caller waits for (``bench`` times the GPU's alone)."""

@@ -19,13 +19,12 @@ import jinja2
 import torch
 
 sys.path.insert(0, "bench")
-from cuda_h200 import bench  # noqa: E402
+from cuda_h200 import bench, kernels_from_source  # noqa: E402
 from tqgen import LayoutSpec  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
-from tqgen.cuda_launch import kernels_from_image, load_variant as load_cuda_variant  # noqa: E402
+from tqgen.cuda_launch import load_variant as load_cuda_variant  # noqa: E402
 from tqgen.lower_cuda import CUDA_TEMPLATE, _render_inputs, make_variant as make_cuda, render_cuda  # noqa: E402
 from tqgen.lower_triton import BANNER, make_variant as make_triton  # noqa: E402
-from tqgen.nvrtc import compile_cuda_any  # noqa: E402
 from tqgen.testing import compare_store  # noqa: E402
 from tqgen.triton_launch import load_variant as load_triton_variant  # noqa: E402
 
@@ -44,11 +43,7 @@ N, HK, D, B, L = 65536, 32, 96, 8, 8192
 def old_cpp(v, src=None):
     src = src or old_env.get_template(CUDA_TEMPLATE).render(**_render_inputs(v.spec, v.target, v.kind, v.options),
                                                             banner=BANNER, variant_id=v.id)
-    d = Path(tempfile.mkdtemp())
-    (d / "k.cu").write_text(src)
-    r = compile_cuda_any(d / "k.cu", "sm90", d)
-    assert r.ok, r.log[-2000:]
-    return kernels_from_image(v, Path(r.output).read_bytes(), dev)
+    return kernels_from_source(v, src, dev)
 
 
 CASES = [("4bit_nc", "soa", {}, torch.bfloat16), ("4bit_nc", "aos", {}, torch.bfloat16),

@@ -7,7 +7,6 @@ the same arithmetic). Prints a markdown table last.
     PYTHONPATH=.:/tmp/pp OLD_DIR=bench/dbg/old_src python bench/dbg/frac_ab.py [PRESETS]
     PYTHONPATH=.:/tmp/pp python bench/dbg/frac_ab.py 3bit_nc stages=0+tile_unroll=1   # old = these options"""
 import os
-import tempfile
 import sys
 from pathlib import Path
 
@@ -16,8 +15,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tqgen.cuda_launch as cl  # noqa: E402
-from tqgen.nvrtc import compile_cuda_any  # noqa: E402
-from cuda_h200 import paged  # noqa: E402
+from cuda_h200 import kernels_from_source, paged  # noqa: E402
 from tqgen import LayoutSpec  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import cuda_options, make_variant  # noqa: E402
@@ -29,13 +27,6 @@ old_changes = (sys.argv[2] if len(sys.argv) > 2 else "stages=0+tile_unroll=1").s
 OLD_DIR = os.environ.get("OLD_DIR")
 
 
-def from_source(v, src: Path):
-    d = Path(tempfile.mkdtemp())
-    (d / "k.cu").write_bytes(src.read_bytes())
-    r = compile_cuda_any(d / "k.cu", "sm90", d)
-    assert r.ok, r.log[-2000:]
-    return cl.kernels_from_image(v, Path(r.output).read_bytes(), dev)
-
 
 HQ = HK = 32
 D = 96
@@ -45,8 +36,11 @@ for preset in presets:
         spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=D, rotation="orthogonal")
         v = make_variant(spec, Target.SM90)
         new = cl.load_variant(v)
-        old = from_source(v, Path(OLD_DIR) / f"{preset}-{layout}.cu") if OLD_DIR else cl.load_variant(
-            make_variant(spec, Target.SM90, options=cuda_options(spec, Target.SM90).with_changes(old_changes)))
+        if OLD_DIR:
+            old = kernels_from_source(v, (Path(OLD_DIR) / f"{preset}-{layout}.cu").read_text(), dev)
+        else:
+            old = cl.load_variant(make_variant(spec, Target.SM90,
+                                               options=cuda_options(spec, Target.SM90).with_changes(old_changes)))
         for b, L in ((1, 4096), (8, 8192), (32, 4096)):
             torch.manual_seed(0)
             c, bt, sl = paged(new.spec, b, L, HK, dev, new)
