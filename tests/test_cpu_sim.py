@@ -172,6 +172,19 @@ def test_head_dim_96_matches_reference(variant):
     check_variant(sim_runner(), variant, SHAPES)
 
 
+HIP_D80 = [_cpp("4bit_nc", "aos", 80, "gfx942", rotation="orthogonal"), _cpp("k8v4", "soa", 80, "gfx950")]
+
+
+@pytest.mark.parametrize("variant", cc.D80 + HIP_D80, ids=lambda v: v.id)
+def test_head_dim_80_decode_matches_reference(variant):
+    """head_dim 80 (Phi-2's; session 54): a decode only (5 chunks of 16, the query's 3 elements a lane on lanes 0-26,
+    the rows merge's 4 on lanes 0-19); the reference stores the caches and the variant's store and dequant raise,
+    naming Triton's (check_variant's decode-only branch); sm90 k8v4 / 4bit_nc in both layouts, gfx942 AoS 4bit_nc,
+    gfx950 SoA k8v4."""
+    assert variant.spec.head_dim == 80
+    check_variant(sim_runner(), variant, SHAPES)
+
+
 @pytest.mark.parametrize("variant", cc.BLOCKS + HIP_BLOCKS, ids=lambda v: v.id)
 def test_block_sizes_match_reference(variant):
     """Pages of 32-128 tokens (the default matrix's are 16): the same checks."""
@@ -187,10 +200,10 @@ def test_store_special_values(variant, dtype):
 
 
 @pytest.mark.parametrize("target", ["gfx942", "sm90"])
-@pytest.mark.parametrize("head_dim", [128, 64, 96])
+@pytest.mark.parametrize("head_dim", [128, 64, 96, 80])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_merge_kernels_match_the_log_sum_exp(target, head_dim, dtype):
-    rot = {"rotation": "orthogonal"} if head_dim == 96 else {}  # (3 elements a lane in the rows merge)
+    rot = {"rotation": "orthogonal"} if head_dim in (96, 80) else {}  # (3 elements a lane in the rows merge)
     check_merge_kernels(sim_runner(), _cpp("4bit_nc", "soa", head_dim, target, **rot), dtype,
                         shapes=cc.SIM_MERGE_SHAPES)
 

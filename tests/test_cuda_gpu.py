@@ -12,7 +12,7 @@ Run on the H200: ``python -m pytest -q -m gpu tests/test_cuda_gpu.py``.
 import pytest
 import torch
 
-from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D96, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
+from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D80, D96, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
                         PAST_64, PORTABLE, ROTATED_FP8, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
                         check_decode_past_64_splits, check_dequant, check_merge_kernels, check_moving_maximum,
                         check_store_special_values, check_unwritten_slots, check_variant, cuda_runner)
@@ -31,11 +31,11 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("variant", CUDA + PORTABLE + ROTATED_FP8 + D64 + GROUPED + NON_PRESET + BLOCKS + D256 + D96,
+@pytest.mark.parametrize("variant", CUDA + PORTABLE + ROTATED_FP8 + D64 + GROUPED + NON_PRESET + BLOCKS + D256 + D96 + D80,
                          ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     """cpp_checks.check_variant: store bytes, decode (with sinks + window) against the reference and the Triton
-    decode, dequant in three dtypes."""
+    decode, dequant in three dtypes (a decode-only variant, head_dim 80: the decode; its store and dequant refuse)."""
     from tqgen.triton_launch import load_triton
 
     # the shuffle-emulated fragments are slow: a shorter first batch
@@ -51,7 +51,7 @@ def test_store_special_values(variant, dtype):
     check_store_special_values(cuda_runner(), variant, dtype)
 
 
-@pytest.mark.parametrize("head_dim", [128, 64, 256, 96])
+@pytest.mark.parametrize("head_dim", [128, 64, 256, 96, 80])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_merge_kernels_match_the_log_sum_exp(head_dim, dtype):
     """Both decode merges against the merge in float64 (cpp_checks.check_merge_kernels states the tolerance)."""

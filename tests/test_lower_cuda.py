@@ -11,21 +11,38 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, Rotation, SpecError, Target, rotation_at
 from tqgen.layout import derive_layout, field_alignment
-from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_options,
+from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_kernel_reasons, cuda_options,
                               dense_store_units,
-                              cuda_reasons, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
+                              cuda_reasons, kernel_names, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
 
 def test_reasons_name_what_is_refused():
-    d80 = LayoutSpec.from_preset("4bit_nc", head_dim=80, rotation="orthogonal")
-    assert {r.field for r in cuda_reasons(d80, Target.SM90)} == {"head_dim"}
+    d72 = LayoutSpec.from_preset("4bit_nc", head_dim=72, rotation="orthogonal")
+    assert {r.field for r in cuda_reasons(d72, Target.SM90)} == {"head_dim"}
     assert any(r.field == "kind" for r in cuda_reasons(LayoutSpec.from_preset("4bit_nc"), Target.GFX942, "portable"))
     with pytest.raises(SpecError, match="head_dim"):
-        make_variant(d80, "sm90")
+        make_variant(d72, "sm90")
+    # head_dim 80 (Phi-2's, session 54): a decode only; its store and dequant (rows of D/32 lanes) refuse, naming
+    # Triton's; 3-bit keys (a thread's key quarter 7.5 bytes) and 3-bit values (an eighth 3.75 bytes) refuse to lower
+    d80 = LayoutSpec.from_preset("4bit_nc", head_dim=80, rotation="orthogonal")
+    assert cuda_reasons(d80, Target.SM90) == [] and cuda_kernel_reasons(d80, "decode") == []
+    for k in ("store", "dequant"):
+        (r,) = cuda_kernel_reasons(d80, k)
+        assert r.field == "head_dim" and f"for the C++ {k}" in str(r) and "the store and dequant run on Triton" in str(r)
+    assert set(kernel_names(d80)) == set(KERNEL_NAMES) - {"store", "dequant", "dequant_f32"}
+    assert kernel_names(d96 := LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")) == KERNEL_NAMES
+    src = render_cuda(make_variant(d80, "sm90"))
+    assert "tq_decode_split_bf16(" in src and "tq_decode_merge_rows_f16(" in src
+    assert "tq_store_bf16(" not in src and "tq_dequant_f32(" not in src
+    k3 = LayoutSpec.from_preset("k3v4_nc", head_dim=80, rotation="orthogonal")
+    assert [(r.field, r.allowed) for r in cuda_reasons(k3, Target.SM90)] == [("key_bits", [4, 2, "fp8"])]
+    assert "7.5" in str(cuda_reasons(k3, Target.SM90)[0])
+    v3 = LayoutSpec.from_preset("k8v4", head_dim=80, value_bits=3)
+    assert [(r.field, r.allowed) for r in cuda_reasons(v3, Target.SM90)] == [("value_bits", [4, 8])]
+    assert cuda_reasons(LayoutSpec.from_preset("k3v4_nc", head_dim=96, rotation="orthogonal"), Target.SM90) == []
     # head_dim 96: the orthogonal rotation lowers; the store and rows dequant rotate by m16n8k16 products
     # (tq_dense_rotate: one more parameter, the B fragments of Πᵀ / Π), the decode takes the rotated query
-    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
     assert cuda_reasons(d96, Target.SM90) == []
     src = render_cuda(make_variant(d96, "sm90"))
     assert all(f"{n}(" in src for pair in KERNEL_NAMES.values() for n in pair)
@@ -260,9 +277,11 @@ def test_every_eligible_width_renders_on_every_cpp_target():
             except ValueError as e:
                 failed.append(f"{spec.token} on {t}: {e}")
     assert not failed, "\n".join(failed)
-    assert HEAD_DIMS == (64, 96, 128, 256)
-    assert rendered[False] == 3 * 4 * 2 * 4 * 6  # every Lloyd-Max width is eligible on all six targets
-    assert rendered[True] == 4 * 2 * 4 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
+    assert HEAD_DIMS == (64, 80, 96, 128, 256)
+    # every Lloyd-Max width is eligible on all six targets; at 80 2- and 4-bit keys with 4- and 8-bit values only (a
+    # thread's key quarter and value eighth whole bytes)
+    assert rendered[False] == 3 * 4 * 2 * 4 * 6 + 2 * 2 * 2 * 6
+    assert rendered[True] == 4 * 2 * 4 * 3 + 2 * 2 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
     a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
     o = cuda_options(a48, Target.SM90)
     assert (o.decode_warps, o.decode_min_blocks) == (2, 4) and o.pair_prmt  # 8-bit values' bound: 2 warps' rows fit

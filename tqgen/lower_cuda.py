@@ -37,7 +37,7 @@ MERGE_GROUPS_MANY_FROM = 64
 MERGE_MAX_THREADS = 1024  # a block's threads: the block-a-row merge's G·D threads stop here (head_dim 256: 4 groups)
 MERGE_ROWS = 8  # decode merge by rows: (sequence, query head) rows per block, a warp each
 MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
-HEAD_DIMS = (64, 96, 128, 256)  # 96: Phi-3's (3 elements a lane, 6 chunks of 16)
+HEAD_DIMS = (64, 80, 96, 128, 256)  # 96: Phi-3's (3 elements a lane, 6 chunks of 16); 80: Phi-2's (a decode only)
 
 
 def merge_groups_many(head_dim: int) -> int:
@@ -674,6 +674,16 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
         r.append(Reason("head_dim", spec.head_dim, list(HEAD_DIMS),
                         "the C++ kernels hold one 32-lane warp of D/32 elements and 16·D/8 accumulators; "
                         "other head sizes run on Triton or the reference"))
+    # a head_dim that is no multiple of 32 (80): a thread's key quarter and value eighth must be whole bytes
+    odd = spec.head_dim in HEAD_DIMS and spec.head_dim % 32
+    if odd and not spec.key_codec.is_fp8 and spec.key_bits % 2:
+        r.append(Reason("key_bits", spec.key_bits, [4, 2, "fp8"], f"at head_dim {spec.head_dim} a decode thread's key "
+                        f"quarter ({spec.head_dim // 4} dims) of {spec.key_bits}-bit codes is no whole byte "
+                        f"({spec.head_dim // 4 * spec.key_bits / 8:g}); such specs run on Triton"))
+    if odd and spec.head_dim // 8 * spec.value_bits % 8:
+        r.append(Reason("value_bits", spec.value_bits, [4, 8], f"at head_dim {spec.head_dim} a decode thread's value "
+                        f"eighth ({spec.head_dim // 8} dims) of {spec.value_bits}-bit codes is no whole byte "
+                        f"({spec.head_dim // 8 * spec.value_bits / 8:g}); such specs run on Triton"))
     if not spec.key_codec.is_fp8 and spec.key_bits > 4:
         r.append(Reason("key_bits", spec.key_bits, [2, 3, 4], "the byte-permute codebook lookup holds 16 entries"))
     if kind not in KINDS:
@@ -688,6 +698,28 @@ def dense_rotation(spec: LayoutSpec) -> bool:
     takes the query rotated by Πᵀ beforehand (the launcher's fp32 matmul), the store and the rows dequant rotate by
     m16n8k16 products with the bf16 parts of Πᵀ / Π (``tq_dense_rotate``)."""
     return spec.rotation is Rotation.ORTHOGONAL
+
+
+def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
+    """Why this spec's C++ variant does not serve ``kernel`` (store, decode, dequant) though it lowers: at a head_dim
+    that is no multiple of 32 (Phi-2's 80) the store and dequant, whose rows are D/32 lanes of 32 elements, are
+    Triton's; the decode (D/16 chunks of 16) and its merges are C++."""
+    if kernel in ("store", "dequant") and spec.head_dim % 32:
+        return [Reason("head_dim", spec.head_dim, "a multiple of 32 for the C++ " + kernel,
+                       f"the C++ store's and dequant's rows are D/32 lanes of 32 elements: at head_dim "
+                       f"{spec.head_dim} the store and dequant run on Triton, the decode in C++")]
+    return []
+
+
+def row_kernels(spec: LayoutSpec) -> bool:
+    """The variant defines the store and dequant (the row kernels): ``cuda_kernel_reasons``."""
+    return not cuda_kernel_reasons(spec, "store")
+
+
+def kernel_names(spec: LayoutSpec) -> dict[str, tuple[str, str]]:
+    """The kernels a variant of ``spec`` defines: KERNEL_NAMES without those ``cuda_kernel_reasons`` refuses (the
+    store and dequant at head_dim 80)."""
+    return {k: v for k, v in KERNEL_NAMES.items() if not cuda_kernel_reasons(spec, k.split("_")[0])}
 
 
 # The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held
@@ -763,7 +795,7 @@ def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int] | None:
 def dense_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
     """Why ``options`` cannot run the dense rotation of ``spec`` in the store and rows dequant (``tq_dense_rotate``):
     its units do not deal evenly to the block's warps, or the dequant is the lane kernel (no block-wide rows)."""
-    if not dense_rotation(spec):
+    if not dense_rotation(spec) or not row_kernels(spec):
         return []
     r = []
     if not dense_store_units(spec.head_dim, options.row_warps):
@@ -1239,7 +1271,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_MIN_BLOCKS[platform.name] if dense_rotation(spec)
                                                   else DEQUANT_MIN_BLOCKS), options.row_warps * 32),
-        mma_def=MMA_DEFS[platform.mma_impl], store=_store_ctx(spec, options), merge_groups=MERGE_GROUPS,
+        mma_def=MMA_DEFS[platform.mma_impl], rows=row_kernels(spec),
+        store=_store_ctx(spec, options) if row_kernels(spec) else None, merge_groups=MERGE_GROUPS,
         merge_groups_many=merge_groups_many(spec.head_dim), merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off

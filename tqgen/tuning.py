@@ -57,7 +57,8 @@ CANDIDATES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 6
 DEFAULT_BATCHES = (1, 4, 8, 32, 128)
 DEFAULT_SEQ_LENS = (1024, 4096, 8192, 32768, 131072)
 #: head_dim -> (Hq, Hk) of the tuned shapes: the targets' Llama-style D=128, the SmolLM2 D=64 (GQA 3), Gemma's D=256
-DEFAULT_HEADS = {128: (32, 8), 64: (9, 3), 256: (16, 8), 96: (32, 32)}  # 96: Phi-3-mini's (the orthogonal rotation)
+#: 96: Phi-3-mini's (the orthogonal rotation), 80: Phi-2's (the C++ decode of 4-bit / fp8 keys only)
+DEFAULT_HEADS = {128: (32, 8), 64: (9, 3), 256: (16, 8), 96: (32, 32), 80: (32, 32)}
 TUNE_HEADS = (128, 64)  # what `tqgen tune` times without --head-dim (issue 6's head sizes)
 ROTATE_BYTES = 256 << 20  # a call's pages are not in L2 (50 MB on the H200) when the next call runs
 MAX_TUNE_BYTES = 16 << 30  # a grid point whose caches need more is skipped (B=128 L=128K at head_dim 128)
@@ -234,7 +235,12 @@ def _fill(kern, cache, hk: int, d: int, dev) -> None:
     slots = torch.arange(c * bs, device=dev, dtype=torch.int32)
     k = torch.randn(c * bs, hk, d, device=dev, dtype=torch.bfloat16) * 2
     v = torch.randn(c * bs, hk, d, device=dev, dtype=torch.bfloat16)
-    kern.store(k, v, cache, slots, check=False)
+    from .lower_cuda import cuda_kernel_reasons
+    if cuda_kernel_reasons(kern.spec, "store"):  # a variant without a store: Triton's
+        from .triton_launch import load_triton
+        load_triton(kern.spec, kern.variant.target).store(k, v, cache, slots, check=False)
+    else:
+        kern.store(k, v, cache, slots, check=False)
     for s in range(c, nb, c):
         m = min(c, nb - s)
         cache[s:s + m].copy_(cache[:m])
@@ -440,7 +446,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
 
     from .cuda_launch import build_binary, device_arch, load_variant
     from .ir import Target, resolve_preset
-    from .lower_cuda import make_variant
+    from .lower_cuda import cuda_reasons, make_variant
     if not torch.cuda.is_available() or getattr(torch.version, "hip", None):
         print("tqgen tune: it times the CUDA decode and needs an NVIDIA GPU (torch.cuda.is_available() is "
               f"{torch.cuda.is_available()}, torch {torch.__version__}); run it on the GPU machine, or drop stale "
@@ -459,8 +465,16 @@ def cmd_tune(a: argparse.Namespace) -> int:
         return 2
     path = out / f"{device_slug(name)}.json"
     cmdline = "tqgen tune " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["tune"] else [])
-    jobs = [(d, make_variant(preset_spec_for_target(p, target, layout=lay, head_dim=d, **rotation_for(d, p)), target))
-            for d in a.head_dim or list(TUNE_HEADS) for p in presets for lay in a.layout or ["aos", "soa"]]
+    jobs = []
+    for d in a.head_dim or list(TUNE_HEADS):
+        for p in presets:
+            for lay in a.layout or ["aos", "soa"]:
+                spec = preset_spec_for_target(p, target, layout=lay, head_dim=d, **rotation_for(d, p))
+                bad = cuda_reasons(spec, target)
+                if bad:  # (3-bit keys at head_dim 80: Triton's)
+                    print(f"tqgen tune: {spec.token} skipped: {bad[0]}", flush=True)
+                    continue
+                jobs.append((d, make_variant(spec, target)))
     with ThreadPoolExecutor(8) as ex:  # nvcc runs in subprocesses: every variant compiles at once
         list(ex.map(lambda j: build_binary(j[1], device_arch(dev)), jobs))
     done = {}
