@@ -71,11 +71,13 @@ D96 = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=96, **({} if 
 
 
 # head_dim 80 (Phi-2's; no multiple of 32: a decode only, 5 chunks of 16, 3 query elements a lane on lanes 0-26, the
-# rows merge's 4 elements on lanes 0-19; the store and dequant refuse, naming Triton's): the presets whose key quarter
-# and value eighth are whole bytes (4-bit / fp8 keys, 4-bit values), both layouts, the orthogonal rotation and fp8
-# keys unrotated
+# rows merge's 4 elements on lanes 0-19; the store and dequant refuse, naming Triton's): every preset x layout (the
+# orthogonal rotation; fp8 keys unrotated); 3-bit keys' 7.5-byte quarters and 3-bit values' 3.75-byte eighths by the
+# register prefetch, read from lower_cuda.thread_piece's bytes and shifted), and widths no preset has: 2-bit values
+# (2.5-byte eighths, the line loads' half bytes), 2-bit keys with 3-bit values
 D80 = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=80, **({} if p == "k8v4" else {"rotation": "orthogonal"})),
-                    "sm90") for p in ("k8v4", "4bit_nc") for lay in ("soa", "aos")]
+                    "sm90") for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")] + \
+    [make_variant(width_spec(lay, kb, vb, 80), "sm90") for lay, kb, vb in (("soa", 4, 2), ("aos", 2, 3))]
 
 
 def sm90_variants(*cases) -> list:

@@ -172,15 +172,17 @@ def test_head_dim_96_matches_reference(variant):
     check_variant(sim_runner(), variant, SHAPES)
 
 
-HIP_D80 = [_cpp("4bit_nc", "aos", 80, "gfx942", rotation="orthogonal"), _cpp("k8v4", "soa", 80, "gfx950")]
+HIP_D80 = [_cpp("4bit_nc", "aos", 80, "gfx942", rotation="orthogonal"), _cpp("k8v4", "soa", 80, "gfx950"),
+           _cpp("3bit_nc", "soa", 80, "gfx90a", rotation="orthogonal")]
 
 
 @pytest.mark.parametrize("variant", cc.D80 + HIP_D80, ids=lambda v: v.id)
 def test_head_dim_80_decode_matches_reference(variant):
     """head_dim 80 (Phi-2's; session 54): a decode only (5 chunks of 16, the query's 3 elements a lane on lanes 0-26,
-    the rows merge's 4 on lanes 0-19); the reference stores the caches and the variant's store and dequant raise,
-    naming Triton's (check_variant's decode-only branch); sm90 k8v4 / 4bit_nc in both layouts, gfx942 AoS 4bit_nc,
-    gfx950 SoA k8v4."""
+    the rows merge's 4 on lanes 0-19; 3-bit keys' 7.5-byte quarters and 3-bit values' 3.75-byte eighths read by
+    lower_cuda.thread_piece's bytes and shifted); the reference stores the caches and the variant's store and dequant
+    raise, naming Triton's (check_variant's decode-only branch); sm90 every preset x layout and two widths no preset
+    has, gfx942 AoS 4bit_nc, gfx950 SoA k8v4, gfx90a SoA 3bit_nc."""
     assert variant.spec.head_dim == 80
     check_variant(sim_runner(), variant, SHAPES)
 

@@ -264,7 +264,11 @@ WIDTH_CASES = [("aos", 4, 8, 128, "sm90"), ("soa", 4, 8, 128, "sm90"), ("soa", 3
                # head_dim 96 (session 50: 3 elements a lane; Lloyd-Max keys with the orthogonal rotation, a decode only)
                ("soa", 4, 4, 96, "sm90"), ("aos", 3, 4, 96, "sm86"), ("aos", 8, 4, 96, "sm90"), ("soa", 2, 2, 96, "sm80"),
                ("aos", 4, 4, 96, "gfx942"), ("soa", 3, 4, 96, "gfx90a"), ("soa", 8, 4, 96, "gfx950"),
-               ("aos", 3, 3, 96, "sm90"), ("soa", 8, 3, 96, "sm89"), ("soa", 3, 3, 96, "gfx942")]
+               ("aos", 3, 3, 96, "sm90"), ("soa", 8, 3, 96, "sm89"), ("soa", 3, 3, 96, "gfx942"),
+               # head_dim 80 (session 54: a decode only; 3-bit keys' 7.5-byte quarters, 3- / 2-bit values' 3.75- /
+               # 2.5-byte eighths by the register prefetch)
+               ("aos", 3, 3, 80, "sm90"), ("soa", 3, 4, 80, "sm86"), ("soa", 4, 2, 80, "sm80"),
+               ("aos", 2, 3, 80, "gfx942"), ("soa", 3, 3, 80, "gfx950")]
 
 
 @pytest.fixture(scope="module")
@@ -297,7 +301,7 @@ WIDTH_KNOWN_SPILLS = {("aos", 4, 4, 256, "sm90"): ("tq_decode_split_", 12)}
 
 @pytest.mark.parametrize("case", WIDTH_CASES, ids=lambda c: "-".join(map(str, c)))
 def test_non_preset_widths_compile_without_spills(case, width_results):
-    """The C++ instances of widths no preset has (and of the presets' widths at head_dim 256 and 96) compile at their
+    """The C++ instances of widths no preset has (and of the presets' widths at head_dim 256, 96 and 80) compile at their
     options' launch bounds, warnings as errors, with no spills and no stack frame but the known ones (the runtime builds them
     on demand; a failed build falls back to Triton)."""
     r = width_results[case]

@@ -24,7 +24,7 @@ def test_reasons_name_what_is_refused():
     with pytest.raises(SpecError, match="head_dim"):
         make_variant(d72, "sm90")
     # head_dim 80 (Phi-2's, session 54): a decode only; its store and dequant (rows of D/32 lanes) refuse, naming
-    # Triton's; 3-bit keys (a thread's key quarter 7.5 bytes) and 3-bit values (an eighth 3.75 bytes) refuse to lower
+    # Triton's
     d80 = LayoutSpec.from_preset("4bit_nc", head_dim=80, rotation="orthogonal")
     assert cuda_reasons(d80, Target.SM90) == [] and cuda_kernel_reasons(d80, "decode") == []
     for k in ("store", "dequant"):
@@ -35,12 +35,6 @@ def test_reasons_name_what_is_refused():
     src = render_cuda(make_variant(d80, "sm90"))
     assert "tq_decode_split_bf16(" in src and "tq_decode_merge_rows_f16(" in src
     assert "tq_store_bf16(" not in src and "tq_dequant_f32(" not in src
-    k3 = LayoutSpec.from_preset("k3v4_nc", head_dim=80, rotation="orthogonal")
-    assert [(r.field, r.allowed) for r in cuda_reasons(k3, Target.SM90)] == [("key_bits", [4, 2, "fp8"])]
-    assert "7.5" in str(cuda_reasons(k3, Target.SM90)[0])
-    v3 = LayoutSpec.from_preset("k8v4", head_dim=80, value_bits=3)
-    assert [(r.field, r.allowed) for r in cuda_reasons(v3, Target.SM90)] == [("value_bits", [4, 8])]
-    assert cuda_reasons(LayoutSpec.from_preset("k3v4_nc", head_dim=96, rotation="orthogonal"), Target.SM90) == []
     # head_dim 96: the orthogonal rotation lowers; the store and rows dequant rotate by m16n8k16 products
     # (tq_dense_rotate: one more parameter, the B fragments of Πᵀ / Π), the decode takes the rotated query
     assert cuda_reasons(d96, Target.SM90) == []
@@ -70,8 +64,6 @@ def test_fractional_value_eighths_take_line_loads():
     pair straddling them); every other width's eighths are whole bytes."""
     from tqgen.lower_cuda import _alignments, _render_inputs, line_reads, value_eighth, value_windows
     assert value_eighth(36) == (5, (0, 4, 9, 13, 18, 22, 27, 31)) and value_eighth(48) == (6, (0, 6, 12, 18, 24, 30, 36, 42))
-    with pytest.raises(ValueError, match=r"vd % 8 in 0, 4\) are decoded; got vd % 8 = 2"):
-        value_eighth(42)
     for lay in ("soa", "aos"):
         spec = LayoutSpec.from_preset("3bit_nc", layout=lay, head_dim=96, rotation="orthogonal")
         assert cuda_reasons(spec, Target.SM90) == []
@@ -90,6 +82,33 @@ def test_fractional_value_eighths_take_line_loads():
     v = make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), "sm90")
     too_wide = Request(spec=v.spec, num_q_heads=64, num_kv_heads=2)
     assert any("at most 16" in str(r) for r in v.rules.reasons(too_wide))
+
+
+def test_fractional_pieces_at_head_dim_80():
+    """Head_dim 80 (session 54): a decode thread's key quarter of 3-bit keys is 60 bits (7.5 bytes: 8 bytes read at
+    0, 7, 15, 22, an odd quarter's 4 bits shifted off), its value eighth of 3-bit values 30 bits (5 bytes; the last
+    eighth's read moved back to byte 25 so that it ends at the field's end, 10 bits into it), of 2-bit values 20 bits
+    (3 bytes). None of them takes the line loads or the per-thread cp.async pieces (the register prefetch reads them:
+    ``tq_piece_byte``); whole-byte pieces elsewhere are unchanged."""
+    from tqgen.lower_cuda import _render_inputs, key_quarter, thread_piece, value_eighth
+    assert key_quarter(30) == (8, (0, 7, 15, 22)) and key_quarter(40) == (10, (0, 10, 20, 30))
+    assert value_eighth(30) == (5, (0, 3, 7, 11, 15, 18, 22, 25)) and value_eighth(20) == (3, (0, 2, 5, 7, 10, 12, 15, 17))
+    assert value_eighth(36) == thread_piece(36, 8) == (5, (0, 4, 9, 13, 18, 22, 27, 31))  # (no read moved at 96)
+    for bits, n in ((60, 4), (30, 8), (20, 8), (36, 8)):  # every piece inside its read, no read past the field
+        nb, starts = thread_piece(bits, n)
+        assert all(8 * b <= i * bits and (i + 1) * bits <= 8 * (b + nb) <= n * bits for i, b in enumerate(starts))
+    for p in ("3bit_nc", "k3v4_nc"):
+        for lay in ("soa", "aos"):
+            spec = LayoutSpec.from_preset(p, layout=lay, head_dim=80, rotation="orthogonal")
+            assert cuda_reasons(spec, Target.SM90) == []
+            r = _render_inputs(spec, Target.SM90, "generic", cuda_options(spec, Target.SM90))
+            assert (r["kd"], r["kq"]) == (30, 8) and r["lines"] is None and not r["async_copy"]
+            src = render_cuda(make_variant(spec, "sm90"))
+            assert "const int b0 = tq_piece_byte<4, 2 * TQ_KD, KQ>(r);" in src and "constexpr int KQ = 8;" in src
+    # 4-bit keys and values at 80 keep whole-byte pieces and the line loads
+    r = _render_inputs(d := LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=80, rotation="orthogonal"),
+                       Target.SM90, "generic", cuda_options(d, Target.SM90))
+    assert (r["kq"], r["vq"]) == (10, 5) and r["lines"] is not None
 
 
 def test_platform_spellings_are_the_only_difference():
@@ -278,10 +297,8 @@ def test_every_eligible_width_renders_on_every_cpp_target():
                 failed.append(f"{spec.token} on {t}: {e}")
     assert not failed, "\n".join(failed)
     assert HEAD_DIMS == (64, 80, 96, 128, 256)
-    # every Lloyd-Max width is eligible on all six targets; at 80 2- and 4-bit keys with 4- and 8-bit values only (a
-    # thread's key quarter and value eighth whole bytes)
-    assert rendered[False] == 3 * 4 * 2 * 4 * 6 + 2 * 2 * 2 * 6
-    assert rendered[True] == 4 * 2 * 4 * 3 + 2 * 2 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
+    assert rendered[False] == 3 * 4 * 2 * 5 * 6  # every Lloyd-Max width is eligible on all six targets
+    assert rendered[True] == 4 * 2 * 5 * 3  # OCP e4m3fn keys: sm89, sm90, gfx950
     a48 = LayoutSpec(layout="aos", key_bits=4, value_bits=8)
     o = cuda_options(a48, Target.SM90)
     assert (o.decode_warps, o.decode_min_blocks) == (2, 4) and o.pair_prmt  # 8-bit values' bound: 2 warps' rows fit

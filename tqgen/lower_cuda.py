@@ -674,16 +674,6 @@ def cuda_reasons(spec: LayoutSpec, target: Target, kind: str = "generic") -> lis
         r.append(Reason("head_dim", spec.head_dim, list(HEAD_DIMS),
                         "the C++ kernels hold one 32-lane warp of D/32 elements and 16·D/8 accumulators; "
                         "other head sizes run on Triton or the reference"))
-    # a head_dim that is no multiple of 32 (80): a thread's key quarter and value eighth must be whole bytes
-    odd = spec.head_dim in HEAD_DIMS and spec.head_dim % 32
-    if odd and not spec.key_codec.is_fp8 and spec.key_bits % 2:
-        r.append(Reason("key_bits", spec.key_bits, [4, 2, "fp8"], f"at head_dim {spec.head_dim} a decode thread's key "
-                        f"quarter ({spec.head_dim // 4} dims) of {spec.key_bits}-bit codes is no whole byte "
-                        f"({spec.head_dim // 4 * spec.key_bits / 8:g}); such specs run on Triton"))
-    if odd and spec.head_dim // 8 * spec.value_bits % 8:
-        r.append(Reason("value_bits", spec.value_bits, [4, 8], f"at head_dim {spec.head_dim} a decode thread's value "
-                        f"eighth ({spec.head_dim // 8} dims) of {spec.value_bits}-bit codes is no whole byte "
-                        f"({spec.head_dim // 8 * spec.value_bits / 8:g}); such specs run on Triton"))
     if not spec.key_codec.is_fp8 and spec.key_bits > 4:
         r.append(Reason("key_bits", spec.key_bits, [2, 3, 4], "the byte-permute codebook lookup holds 16 entries"))
     if kind not in KINDS:
@@ -911,15 +901,40 @@ def _access_width(n: int, starts: list[int]) -> int:
     return next((a for a in (16, 8, 4) if n % a == 0 and all(b % a == 0 for b in starts)), 0)
 
 
+def thread_piece(bits: int, n: int) -> tuple[int, tuple[int, ...]]:
+    """A decode thread's piece i (< n) of a field of n pieces of ``bits`` bits, piece i from bit i·bits (a value eighth:
+    8 of vd bits; a key quarter: 4 of 2·kd bits): (the bytes read for a piece, the byte each piece's read starts at).
+    Whole bytes: bits / 8 bytes at byte i·bits / 8. Otherwise the fewest bytes that hold every piece from its first
+    byte on ((i·bits) % 8 bits into it), a read's start moved back where it would pass the field's end: 3-bit values at
+    head_dim 96 (36 bits) 5 bytes from the eighth's first byte; at head_dim 80 (30 bits) 5 bytes, the last eighth's from
+    byte 25, 10 bits into it; 3-bit keys at head_dim 80 (60-bit quarters) 8 bytes at 0, 7, 15, 22 (the kernel's
+    ``tq_piece_byte``; the bits from there: i·bits - 8·start)."""
+    if bits % 8 == 0:
+        return bits // 8, tuple(i * bits // 8 for i in range(n))
+    nb = max(-(-((i * bits) % 8 + bits) // 8) for i in range(n))
+    end = n * bits // 8
+    return nb, tuple(min(i * bits // 8, end - nb) for i in range(n))
+
+
 def value_eighth(vd: int) -> tuple[int, tuple[int, ...]]:
     """A decode thread's value piece, the eighth g of a token's ``vd`` value bytes (``vd`` bits from bit g·vd of the
-    field): (the bytes read for it, the byte each eighth starts in). Whole bytes: vd / 8 bytes at byte g·vd / 8. 3-bit
-    values at head_dim 96 (vd 36): 4.5 bytes at half-byte offsets, read as the 5 bytes from the eighth's first byte
-    on and shifted (g·vd) % 8 bits further (the kernel's VQ)."""
-    if vd % 8 not in (0, 4):
-        raise ValueError(f"value eighths of {vd} bytes: whole bytes or halves (vd % 8 in 0, 4) are decoded; "
-                         f"got vd % 8 = {vd % 8}")
-    return (vd // 8 if vd % 8 == 0 else vd // 8 + 1), tuple(g * vd // 8 for g in range(8))
+    field): ``thread_piece(vd, 8)``. The line loads take whole and half bytes (vd % 8 in 0, 4: 3-bit values at head_dim
+    96, the 5 bytes from each eighth's first byte, read from the staged rows as funnel-shifted words); other fractions
+    (head_dim 80's 30-bit eighths) the register prefetch."""
+    return thread_piece(vd, 8)
+
+
+def key_quarter(kd: int) -> tuple[int, tuple[int, ...]]:
+    """A decode thread's key piece, the quarter r of a token's ``kd`` key bytes (2·kd bits from bit 2·kd·r):
+    ``thread_piece(2 * kd, 4)``; a fraction (3-bit keys at head_dim 80: 7.5 bytes) takes the register prefetch."""
+    return thread_piece(2 * kd, 4)
+
+
+def _line_pieces(kd: int, vd: int) -> bool:
+    """The line loads read a thread's key quarter as whole bytes and its value eighth as whole bytes or, half-byte
+    fractions of 4-9 bytes (3-bit values at head_dim 96), as two aligned words funnel-shifted; the rest (head_dim 80's
+    7.5-byte key quarters of 3-bit keys, 3.75- / 2.5-byte eighths of 3- / 2-bit values) take the register prefetch."""
+    return kd % 4 == 0 and (vd % 8 == 0 or (vd % 4 == 0 and value_eighth(vd)[0] > 4))
 
 
 def _reads_for(kd: int, vd: int, vo: int, shifts: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -1032,7 +1047,7 @@ def _aos_line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dic
     if not _pipeline_ok(spec, platform):
         return None
     bl = derive_layout(spec)
-    if bl.kd % 4 or bl.vd % 4 or spec.block_size % 16:  # (value eighths of whole or half bytes: value_eighth)
+    if not _line_pieces(bl.kd, bl.vd) or spec.block_size % 16:
         return None
     names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
     for h in range(1, 17):
@@ -1097,7 +1112,7 @@ def _line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[st
         return None
     bl = derive_layout(spec)
     rec = bl.kd + bl.vd
-    if bl.kd % 4 or bl.vd % 4:  # (value eighths of whole or half bytes: value_eighth)
+    if not _line_pieces(bl.kd, bl.vd):
         return None
     names = [f for f in ("k_norm", "v_scale", "v_zero") if bl.has(f)]
     whole = rec % 16 == 0
@@ -1256,6 +1271,7 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
     vplan = value_windows(spec.value_bits, bl.vd) if spec.value_bits < 8 else ()  # (an eighth of vd bytes: vd bits)
     return dict(
         ctx, spec=spec, target=str(target), kind=kind, kd=bl.kd, vd=bl.vd,
+        kq=key_quarter(bl.kd)[0], vq=value_eighth(bl.vd)[0],
         kbits=kbits, key_fp8=spec.key_codec.is_fp8,
         key_fp8_kind=0 if fp8 is None else list(FP8_FORMATS).index(spec.key_codec) + 1, fp8=fp8,
         renorm=spec.renorm_at_decode,
