@@ -85,27 +85,36 @@ def test_fractional_value_eighths_take_line_loads():
 
 
 def test_fractional_pieces_at_head_dim_80():
-    """Head_dim 80 (session 54): a decode thread's key quarter of 3-bit keys is 60 bits (7.5 bytes: 8 bytes read at
-    0, 7, 15, 22, an odd quarter's 4 bits shifted off), its value eighth of 3-bit values 30 bits (5 bytes; the last
-    eighth's read moved back to byte 25 so that it ends at the field's end, 10 bits into it), of 2-bit values 20 bits
-    (3 bytes). None of them takes the line loads or the per-thread cp.async pieces (the register prefetch reads them:
-    ``tq_piece_byte``); whole-byte pieces elsewhere are unchanged."""
-    from tqgen.lower_cuda import _render_inputs, key_quarter, thread_piece, value_eighth
+    """Head_dim 80 (session 54): a decode thread's key quarter of 3-bit keys is 60 bits (7.5 bytes), its value eighth
+    of 3-bit values 30 bits (3.75 bytes), of 2-bit values 20 bits (2.5 bytes). The register prefetch reads 8 / 5 / 3
+    bytes from each piece's first byte (a read moved back where it would pass the field's end: thread_piece) and shifts
+    them to bit 0; the line loads read the aligned words that hold each piece's bits (piece_spans, never a word past
+    them: 3 for a quarter, 2 for a 3-bit eighth) funnel-shifted by its first bit's place (tq_lds_bits_addr); 2-bit
+    eighths (3 bytes, one word read) take the register prefetch. Whole-byte pieces elsewhere are unchanged."""
+    from tqgen.lower_cuda import _render_inputs, key_quarter, piece_spans, thread_piece, value_eighth
     assert key_quarter(30) == (8, (0, 7, 15, 22)) and key_quarter(40) == (10, (0, 10, 20, 30))
     assert value_eighth(30) == (5, (0, 3, 7, 11, 15, 18, 22, 25)) and value_eighth(20) == (3, (0, 2, 5, 7, 10, 12, 15, 17))
     assert value_eighth(36) == thread_piece(36, 8) == (5, (0, 4, 9, 13, 18, 22, 27, 31))  # (no read moved at 96)
+    assert piece_spans(30, 8) == ((0, 4), (3, 5), (7, 5), (11, 4), (15, 4), (18, 5), (22, 5), (26, 4))
+    assert piece_spans(60, 4) == ((0, 8), (7, 8), (15, 8), (22, 8)) and piece_spans(36, 8)[7] == (31, 5)
     for bits, n in ((60, 4), (30, 8), (20, 8), (36, 8)):  # every piece inside its read, no read past the field
         nb, starts = thread_piece(bits, n)
         assert all(8 * b <= i * bits and (i + 1) * bits <= 8 * (b + nb) <= n * bits for i, b in enumerate(starts))
+        assert all(8 * b <= i * bits and (i + 1) * bits <= 8 * (b + m) for i, (b, m) in enumerate(piece_spans(bits, n)))
     for p in ("3bit_nc", "k3v4_nc"):
         for lay in ("soa", "aos"):
             spec = LayoutSpec.from_preset(p, layout=lay, head_dim=80, rotation="orthogonal")
             assert cuda_reasons(spec, Target.SM90) == []
             r = _render_inputs(spec, Target.SM90, "generic", cuda_options(spec, Target.SM90))
-            assert (r["kd"], r["kq"]) == (30, 8) and r["lines"] is None and not r["async_copy"]
+            assert (r["kd"], r["kq"]) == (30, 8) and r["async_copy"]
+            lines = r["lines"]
+            assert lines["aos"] and (lines["rk"], lines["ak"]) == (3, 0) and (lines["rv"], lines["av"]) == (2, 0)
             src = render_cuda(make_variant(spec, "sm90"))
-            assert "const int b0 = tq_piece_byte<4, 2 * TQ_KD, KQ>(r);" in src and "constexpr int KQ = 8;" in src
-    # 4-bit keys and values at 80 keep whole-byte pieces and the line loads
+            assert "tq_lds_bits_addr<2 * TQ_KD, NRK, NCP>(lw0_s, t, kb, ka[j]);" in src and "constexpr int KQ = 8;" in src
+            assert "const int b0 = tq_piece_byte<4, 2 * TQ_KD, KQ>(r);" in src  # (the register prefetch's, unused)
+    # 2-bit values at 80: the register prefetch; 4-bit keys and values keep whole-byte pieces and the line loads
+    w = LayoutSpec(layout="soa", key_bits=4, value_bits=2, head_dim=80, rotation="orthogonal")
+    assert _render_inputs(w, Target.SM90, "generic", cuda_options(w, Target.SM90))["lines"] is None
     r = _render_inputs(d := LayoutSpec.from_preset("4bit_nc", layout="soa", head_dim=80, rotation="orthogonal"),
                        Target.SM90, "generic", cuda_options(d, Target.SM90))
     assert (r["kq"], r["vq"]) == (10, 5) and r["lines"] is not None

@@ -916,6 +916,13 @@ def thread_piece(bits: int, n: int) -> tuple[int, tuple[int, ...]]:
     return nb, tuple(min(i * bits // 8, end - nb) for i in range(n))
 
 
+def piece_spans(bits: int, n: int) -> tuple[tuple[int, int], ...]:
+    """The bytes each piece i (< n) of ``bits`` bits lies in: (first byte, bytes), the first byte holding bit i·bits and
+    the last bit (i + 1)·bits - 1 (the line loads read exactly the words of these bytes: ``tq_lds_bits_addr``; 3-bit
+    values at head_dim 80: 4 or 5 bytes, the last eighth's 26..29)."""
+    return tuple((i * bits // 8, ((i + 1) * bits - 1) // 8 - i * bits // 8 + 1) for i in range(n))
+
+
 def value_eighth(vd: int) -> tuple[int, tuple[int, ...]]:
     """A decode thread's value piece, the eighth g of a token's ``vd`` value bytes (``vd`` bits from bit g·vd of the
     field): ``thread_piece(vd, 8)``. The line loads take whole and half bytes (vd % 8 in 0, 4: 3-bit values at head_dim
@@ -931,21 +938,24 @@ def key_quarter(kd: int) -> tuple[int, tuple[int, ...]]:
 
 
 def _line_pieces(kd: int, vd: int) -> bool:
-    """The line loads read a thread's key quarter as whole bytes and its value eighth as whole bytes or, half-byte
-    fractions of 4-9 bytes (3-bit values at head_dim 96), as two aligned words funnel-shifted; the rest (head_dim 80's
-    7.5-byte key quarters of 3-bit keys, 3.75- / 2.5-byte eighths of 3- / 2-bit values) take the register prefetch."""
-    return kd % 4 == 0 and (vd % 8 == 0 or (vd % 4 == 0 and value_eighth(vd)[0] > 4))
+    """The line loads read a thread's key quarter and value eighth as whole bytes or, a fraction read as 8 / 5 bytes
+    (3-bit keys at head_dim 80: 7.5-byte quarters; 3-bit values at 96 / 80: 4.5- / 3.75-byte eighths), as the aligned
+    words that hold them funnel-shifted to the piece's bit; the rest (2-bit values at 80: 2.5-byte eighths, 3 bytes
+    read) take the register prefetch."""
+    return (kd % 4 == 0 or key_quarter(kd)[0] == 8) and (vd % 8 == 0 or value_eighth(vd)[0] == 5)
 
 
 def _reads_for(kd: int, vd: int, vo: int, shifts: tuple[int, ...]) -> tuple[int, int, int, int]:
     """(rk, wk, rv, wv) for the K quarters / V eighths of records starting at any of ``shifts`` bytes
     into their first chunk: wk > 0, pieces read as accesses of wk bytes (rk = 0); wk = 0, as rk aligned
-    4-byte words, funnel-shifted (the same for V; fractional eighths, ``value_eighth``: always words)."""
-    kq, (vq, v0) = kd // 4, value_eighth(vd)
-    ks = [o + r * kq for o in shifts for r in range(4)]
-    vs = [o + vo + b for o in shifts for b in v0]
-    wk, wv = _access_width(kq, ks), _access_width(vq, vs)
-    return (0 if wk else _piece_reads(kq, ks)), wk, (0 if wv else _piece_reads(vq, vs)), wv
+    4-byte words, funnel-shifted (the same for V; fractional pieces, ``piece_spans``: always words)."""
+    def reads(spans: list[tuple[int, int]]) -> tuple[int, int]:
+        n0 = spans[0][1]
+        w = _access_width(n0, [b for b, _ in spans]) if all(n == n0 for _, n in spans) else 0
+        return (0 if w else max((b % 4 + n + 3) // 4 for b, n in spans)), w
+    rk, wk = reads([(o + b, n) for o in shifts for b, n in piece_spans(2 * kd, 4)])
+    rv, wv = reads([(o + vo + b, n) for o in shifts for b, n in piece_spans(vd, 8)])
+    return rk, wk, rv, wv
 
 
 def line_reads(kd: int, vd: int, vo: int | None = None, o: int = 0,
@@ -958,17 +968,17 @@ def line_reads(kd: int, vd: int, vo: int | None = None, o: int = 0,
     values: 6-byte eighths; 3-bit keys at head_dim 64; AoS pieces at 2-byte offsets) are read as
     aligned 4-byte words, others in accesses of the width ``_reads_for`` gives (``reads``: its
     answer for every row the kernel reads, default this one row's)."""
-    kq, (vq, v0) = kd // 4, value_eighth(vd)
+    ks, vs = piece_spans(2 * kd, 4), piece_spans(vd, 8)
     vo = kd if vo is None else vo
     rk, wk, rv, wv = reads if reads is not None else _reads_for(kd, vd, vo, (o,))
     wk, wv = wk or 4, wv or 4
     out = []
     for j in range(2):
-        per_lane = [_piece_words(kq, o + (ln % 4) * kq, rk, wk) for ln in range(32)]
+        per_lane = [_piece_words(ks[ln % 4][1], o + ks[ln % 4][0], rk, wk) for ln in range(32)]
         for x in range(len(per_lane[0])):
             out.append((wk, [(8 * j + ln // 4, per_lane[ln][x]) for ln in range(32)]))
     for i in range(4):
-        per_lane = [_piece_words(vq, o + vo + v0[ln // 4], rv, wv) for ln in range(32)]
+        per_lane = [_piece_words(vs[ln // 4][1], o + vo + vs[ln // 4][0], rv, wv) for ln in range(32)]
         for x in range(len(per_lane[0])):
             out.append((wv, [(2 * (ln % 4) + (i & 1) + 8 * (i >> 1), per_lane[ln][x]) for ln in range(32)]))
     return out
@@ -1082,7 +1092,7 @@ def _slot_lines(spec: LayoutSpec, slot: int, vo: int, nmeta: int, fk: int = -1, 
     nc = (max(shifts) + group * slot + 15) // 16  # chunks the group's slots can reach into
     reads_at = tuple(sorted({o + w * slot for o in shifts for w in range(group)}))
     rk, ak, rv, av = _reads_for(bl.kd, bl.vd, vo, reads_at)
-    kq, vq = bl.kd // 4, value_eighth(bl.vd)[0]
+    kq, vq = key_quarter(bl.kd)[0], value_eighth(bl.vd)[0]
     model = None
     if spec.layout is Layout.AOS:
         # AoS slots keep the plan their measurements chose (sessions 4-18): every piece read as words, funnel-
@@ -1128,11 +1138,11 @@ def _line_loads(spec: LayoutSpec, platform: Platform, group: int = 1) -> dict[st
             fa = page[f]
             if fa.token_stride != 2 or math.gcd(fa.offset, fa.head_stride, page.block_bytes) % 16:
                 return None
-    if not whole or group > 1 or bl.vd % 8:
+    if not whole or group > 1 or bl.vd % 8 or bl.kd % 4:
         # records that are not whole aligned chunks (k3v4_nc at head_dim 64: 24 + 32 bytes, 8-byte
         # aligned), or the records of a head group side by side (one row per token: records that
         # share 32-byte sectors with a neighbour head's, k3v4_nc at head_dim 128: 112 bytes, are
-        # copied once), or fractional value eighths (read at their bits by the slot path's shifts): copied like AoS
+        # copied once), or fractional pieces (read at their bits by the slot path's shifts): copied like AoS
         # slots (the chunks that reach into each), the fields as SoA runs
         return _slot_lines(spec, rec, bl.kd, nmeta=len(names), group=group)
     ncp, sa, sb = line_swizzle(bl.kd, bl.vd)

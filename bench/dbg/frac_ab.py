@@ -5,7 +5,8 @@ words). 3bit_nc SoA / AoS, Phi-3-mini's heads (Hq 32 = Hk 32, D 96, bf16), B=1 L
 replay at the runtime's split count and its neighbours; the two outputs compared bit for bit (the same values reach
 the same arithmetic). Prints a markdown table last.
     PYTHONPATH=.:/tmp/pp OLD_DIR=bench/dbg/old_src python bench/dbg/frac_ab.py [PRESETS]
-    PYTHONPATH=.:/tmp/pp python bench/dbg/frac_ab.py 3bit_nc stages=0+tile_unroll=1   # old = these options"""
+    PYTHONPATH=.:/tmp/pp python bench/dbg/frac_ab.py 3bit_nc stages=0+tile_unroll=1   # old = these options
+    HEAD_DIM=80 PYTHONPATH=.:/tmp/pp python bench/dbg/frac_ab.py 3bit_nc,k3v4_nc stages=0   # session 54"""
 import os
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ OLD_DIR = os.environ.get("OLD_DIR")
 
 
 HQ = HK = 32
-D = 96
+D = int(os.environ.get("HEAD_DIM", "96"))  # 80: Phi-2's (3-bit keys' 7.5-byte quarters, 3-bit values' 3.75-byte eighths)
 rows = []
 for preset in presets:
     for layout in ("soa", "aos"):
