@@ -130,16 +130,14 @@ def paged(spec, b, L, hk, dev, kern):
     cache = ref.allocate(spec, nb + 1, hk, dev)
     perm = torch.randperm(nb, device=dev).to(torch.int32)
     bt = perm.view(b, -1)
-    # fill with real packed data: store random K/V through the kernel in chunks (Triton's where it has no store)
-    from tqgen.tuning import cache_store
-    store = cache_store(kern)
+    # fill with real packed data: store random K/V through the kernel in chunks
     n = nb * bs
     slots = torch.arange(n, device=dev, dtype=torch.int64)
     for s in range(0, n, 1 << 20):
         m = min(1 << 20, n - s)
         k = torch.randn(m, hk, spec.head_dim, device=dev, dtype=torch.bfloat16)
         v = torch.randn(m, hk, spec.head_dim, device=dev, dtype=torch.bfloat16)
-        store(k, v, cache, slots[s:s + m], check=False)
+        kern.store(k, v, cache, slots[s:s + m], check=False)
     return cache, bt, torch.full((b,), L, dtype=torch.int32, device=dev)
 
 

@@ -2,8 +2,8 @@
 
 For each kernel (store, decode, dequant) the candidates of the device's chain are tried in order:
 
-    NVIDIA smXY : cuda → triton → reference   (store of fp8 keys: triton → cuda, measured faster; the orthogonal
-                  rotation's store / dequant: triton → cuda, the C++ ones not yet timed on a GPU)
+    NVIDIA smXY : cuda → triton → reference   (unrotated fp8 keys' store into AoS pages, and their store and
+                  dequant at a head_dim no power of two: triton → cuda, measured faster: _ordered)
     gfx950      : triton:gfx950_mfma (decode only) → hip → triton → reference
     other AMD   : hip → triton → reference
     CPU         : triton (only under TRITON_INTERPRET=1) → reference
@@ -11,8 +11,7 @@ For each kernel (store, decode, dequant) the candidates of the device's chain ar
 A candidate is passed over when its backend does not exist yet, when its eligibility rules reject
 the request, or when loading / compiling it raises — the failure becomes a reason and the next
 candidate is tried. ``backend=`` (or ``TQGEN_BACKEND``) forces one backend; forcing an ineligible
-one raises with every reason. The C++ variant of a spec at head_dim 80 (Phi-2's: no multiple of 32) has no store
-and no dequant: they go to Triton, also where the C++ backend is forced.
+one raises with every reason.
 """
 
 from __future__ import annotations
@@ -113,12 +112,11 @@ def candidate_reasons(c: Candidate, req: Request, target: Target, kernel: str) -
     if kernel not in c.kernels:
         return [f"{c.name} implements {', '.join(c.kernels)} only"]
     if c.backend in (Backend.CUDA, Backend.HIP):
-        from tqgen.lower_cuda import backend_for, cuda_kernel_reasons, cuda_reasons, cuda_rules
+        from tqgen.lower_cuda import backend_for, cuda_reasons, cuda_rules
         if target is Target.CPU or backend_for(target) is not c.backend:
             return [f"{c.backend} kernels need {'an NVIDIA' if c.backend is Backend.CUDA else 'an AMD'} GPU; "
                     f"this device is {target}"]
-        # (a head_dim-80 C++ variant decodes only: its store and dequant go on to Triton)
-        reasons = [str(r) for r in cuda_reasons(req.spec, target, c.kind) + cuda_kernel_reasons(req.spec, kernel)]
+        reasons = [str(r) for r in cuda_reasons(req.spec, target, c.kind)]
         return reasons or [str(r) for r in cuda_rules(req.spec).reasons(req)]
     if c.backend is Backend.REFERENCE:
         return []
@@ -179,17 +177,8 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
         cands = [c for c in pool if c.name == backend][:1]
     for k in KERNELS:
         ks = _ordered(cands, k, req, target)
-        if backend and any(c.backend in (Backend.CUDA, Backend.HIP) for c in ks) and _cpp_decode_only(req, k):
-            ks = ks + [Candidate(Backend.TRITON)]  # a forced C++ backend at head_dim 80: Triton stores, dequantises
         plan.candidates[k] = [(c, candidate_reasons(c, req, target, k)) for c in ks]
     return plan
-
-
-def _cpp_decode_only(req: Request, kernel: str) -> bool:
-    """The C++ variant of this spec lowers but does not serve ``kernel`` (the store and dequant at head_dim 80:
-    tqgen.lower_cuda.cuda_kernel_reasons)."""
-    from tqgen.lower_cuda import cuda_kernel_reasons
-    return bool(cuda_kernel_reasons(req.spec, kernel))
 
 
 #: measured exceptions to a chain's order (bench/results/h200-2026-12-01-store-v4.md): on NVIDIA the

@@ -14,7 +14,7 @@ from tqgen import LayoutSpec
 from tqgen import reference as ref
 from tqgen.build import default_matrix
 from tqgen.ir import Backend, Target
-from tqgen.lower_cuda import cuda_kernel_reasons, cuda_options, dense_rotation, make_variant
+from tqgen.lower_cuda import cuda_options, dense_rotation, make_variant
 from tqgen.testing import DECODE_TOL, Case, compare_store, rel_err, special_store_diff, width_spec
 
 # ------------------------------------------------------------------ the CUDA variants the checks run on
@@ -70,14 +70,19 @@ D96 = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=96, **({} if 
     [make_variant(LayoutSpec.from_preset("k8v4", layout="soa", head_dim=96, rotation="orthogonal", rotation_seed=3), "sm90")]
 
 
-# head_dim 80 (Phi-2's; no multiple of 32: a decode only, 5 chunks of 16, 3 query elements a lane on lanes 0-26, the
-# rows merge's 4 elements on lanes 0-19; the store and dequant refuse, naming Triton's): every preset x layout (the
-# orthogonal rotation; fp8 keys unrotated); 3-bit keys' 7.5-byte quarters and 3-bit values' 3.75-byte eighths by the
-# register prefetch, read from lower_cuda.thread_piece's bytes and shifted), and widths no preset has: 2-bit values
-# (2.5-byte eighths, the line loads' half bytes), 2-bit keys with 3-bit values
+# head_dim 80 (Phi-2's; no multiple of 32: the decode's 5 chunks of 16, 3 query elements a lane on lanes 0-26, the
+# rows merge's 4 elements on lanes 0-19; the store's and rows dequant's rows 5 lanes of 16 elements, 6 a warp, 3-bit
+# codes in 6-byte chunks): every preset x layout (the orthogonal rotation; fp8 keys unrotated); 3-bit keys' 7.5-byte
+# quarters and 3-bit values' 3.75-byte eighths by the register prefetch, read from lower_cuda.thread_piece's bytes and
+# shifted), and widths no preset has: 2-bit values (2.5-byte eighths, the line loads' half bytes), 2-bit keys with
+# 3-bit values
 D80 = [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=80, **({} if p == "k8v4" else {"rotation": "orthogonal"})),
                     "sm90") for p in ("k8v4", "4bit_nc", "k3v4_nc", "3bit_nc") for lay in ("soa", "aos")] + \
     [make_variant(width_spec(lay, kb, vb, 80), "sm90") for lay, kb, vb in (("soa", 4, 2), ("aos", 2, 3))]
+# ... the store's special values at 80: 4- and 3-bit keys through the dense rotation, 3-bit values' 6-byte chunks, fp8
+# keys
+D80_STORE = [v for v in D80 if (v.spec.layout.value, v.spec.key_bits, v.spec.value_bits)
+             in (("soa", 4, 4), ("aos", 3, 3), ("soa", 8, 4))]
 
 
 def sm90_variants(*cases) -> list:
@@ -165,9 +170,6 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
     kern = run.load(variant)
     spec, dev = variant.spec, run.dev
     seen = {"decode": {}, "dequant_f32": None}
-    # a decode-only variant (head_dim 80: lower_cuda.cuda_kernel_reasons): the reference stores its caches; its store
-    # and dequant raise, naming Triton's
-    decode_only = bool(cuda_kernel_reasons(spec, "store"))
     for i, (lens, hk, g, dt) in enumerate(shapes):
         if short_first is not None and i == 0:
             lens = short_first
@@ -178,20 +180,10 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
         for s in range(0, n, 16384):
             sl = slice(s, s + 16384)
             ref.store(spec, case["key"][sl], case["value"][sl], want, case["slot_mapping"][sl])
-        if decode_only:
-            for call in (lambda: kern.store(case["key"], case["value"], got, case["slot_mapping"]),
-                         lambda: kern.dequant(want, case["block_table"], case["seq_lens"])):
-                try:
-                    call()
-                except ValueError as e:
-                    assert "the store and dequant run on Triton" in str(e), str(e)
-                else:
-                    raise AssertionError("a decode-only C++ variant stored or dequantised")
-        else:
-            kern.store(case["key"], case["value"], got, case["slot_mapping"])
-            diff = compare_store(spec, got, want, case["key"], case["slot_mapping"])
-            assert diff.ok, diff.summary()
-        if i == 1 and not decode_only:  # the kernel reads int32 and int64 slot mappings: the same bytes
+        kern.store(case["key"], case["value"], got, case["slot_mapping"])
+        diff = compare_store(spec, got, want, case["key"], case["slot_mapping"])
+        assert diff.ok, diff.summary()
+        if i == 1:  # the kernel reads int32 and int64 slot mappings: the same bytes
             got64 = ref.allocate(spec, case["num_blocks"], hk, dev)
             kern.store(case["key"], case["value"], got64, case["slot_mapping"].to(torch.int64))
             assert case["slot_mapping"].dtype == torch.int32 and torch.equal(got64, got)
@@ -208,7 +200,7 @@ def check_variant(run: Runner, variant, shapes, *, other=None, short_first: list
                 t_out = other.decode(case["query"], want, case["block_table"], case["seq_lens"], sinks=sinks,
                                      sliding_window=window)
                 assert rel_err(out, t_out) <= 2 * DECODE_TOL[dt], "the two backends disagree"
-        if i == 2 and not decode_only:
+        if i == 2:
             k, v = kern.dequant(want, case["block_table"], case["seq_lens"], dtype=torch.float32)
             ek, ev = ref.dequant(spec, want, case["block_table"], case["seq_lens"])
             assert rel_err(k, ek) < 1e-5 and rel_err(v, ev) < 1e-6

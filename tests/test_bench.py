@@ -292,10 +292,12 @@ def test_suites():
                                                   ("dequant", 8, 8 * K, 0)}
     assert all((s.hq, s.hk, s.d) == (32, 32, 96) for s in h)
     assert rotation_for(96, "4bit_nc") == {"rotation": "orthogonal"} and rotation_for(96, "k8v4") == {}
-    # head_dim 80 (Phi-2's heads; session 54: the C++ decode only): decode shapes only
+    # head_dim 80 (Phi-2's heads; C++ store and dequant since session 55): head96's shapes
     h = suite_shapes("head80", 4)
-    assert {(s.op, s.b, s.l, s.hq, s.hk, s.d) for s in h} == {("decode", b, l, 32, 32, 80)
-                                                               for b, l in ((1, 4 * K), (8, 8 * K), (32, 4 * K))}
+    assert {(s.op, s.b, s.l, s.n) for s in h} == {("decode", 1, 4 * K, 0), ("decode", 8, 8 * K, 0),
+                                                  ("decode", 32, 4 * K, 0), ("store", 0, 0, 64 * K),
+                                                  ("dequant", 8, 8 * K, 0)}
+    assert all((s.hq, s.hk, s.d) == (32, 32, 80) for s in h)
     assert rotation_for(80, "4bit_nc") == {"rotation": "orthogonal"}
     assert rotation_for(128, "4bit_nc") == rotation_for(256, "3bit_nc") == {}
     spec = LayoutSpec.from_preset("4bit_nc", head_dim=96, **rotation_for(96, "4bit_nc"))

@@ -177,12 +177,13 @@ HIP_D80 = [_cpp("4bit_nc", "aos", 80, "gfx942", rotation="orthogonal"), _cpp("k8
 
 
 @pytest.mark.parametrize("variant", cc.D80 + HIP_D80, ids=lambda v: v.id)
-def test_head_dim_80_decode_matches_reference(variant):
-    """head_dim 80 (Phi-2's; session 54): a decode only (5 chunks of 16, the query's 3 elements a lane on lanes 0-26,
-    the rows merge's 4 on lanes 0-19; 3-bit keys' 7.5-byte quarters and 3-bit values' 3.75-byte eighths read by
-    lower_cuda.thread_piece's bytes and shifted); the reference stores the caches and the variant's store and dequant
-    raise, naming Triton's (check_variant's decode-only branch); sm90 every preset x layout and two widths no preset
-    has, gfx942 AoS 4bit_nc, gfx950 SoA k8v4, gfx90a SoA 3bit_nc."""
+def test_head_dim_80_matches_reference(variant):
+    """head_dim 80 (Phi-2's): the decode (session 54: 5 chunks of 16, the query's 3 elements a lane on lanes 0-26, the
+    rows merge's 4 on lanes 0-19; 3-bit keys' 7.5-byte quarters and 3-bit values' 3.75-byte eighths read by
+    lower_cuda.thread_piece's bytes and shifted), the store and rows dequant (session 55: rows of 5 lanes of 16
+    elements, 6 a warp, lanes 30 / 31 idle; 3-bit codes in 6-byte chunks; the dense rotation's 2 m-tiles x 2 groups of
+    5 n-tiles on 4 warps); sm90 every preset x layout and two widths no preset has, gfx942 AoS 4bit_nc, gfx950 SoA
+    k8v4, gfx90a SoA 3bit_nc."""
     assert variant.spec.head_dim == 80
     check_variant(sim_runner(), variant, SHAPES)
 
@@ -195,7 +196,7 @@ def test_block_sizes_match_reference(variant):
 
 
 @pytest.mark.parametrize("variant", DISTINCT + HIP_ROTATED_FP8 + HIP_D64[1:2] + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8
-                         + DENSE_STORE + HIP_D96[:2], ids=lambda v: v.id)
+                         + DENSE_STORE + HIP_D96[:2] + cc.D80_STORE[:2] + HIP_D80[:1], ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_store_special_values(variant, dtype):
     check_store_special_values(sim_runner(), variant, dtype)
@@ -373,7 +374,7 @@ def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dic
 
 @pytest.mark.parametrize("variant", DISTINCT + HIP_D64 + HIP_ROTATED_FP8 + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64
                          + cc.GROUPED + [LANE_DEQUANT] + DENSE_STORE[:1] + HIP_D96[:1]
-                         + [_cpp("3bit_nc", "soa", 96, rotation="orthogonal")], ids=lambda v: v.id)
+                         + [_cpp("3bit_nc", "soa", 96, rotation="orthogonal")] + cc.D80_STORE[1:2], ids=lambda v: v.id)
 def test_schedules_write_the_same_bytes(variant):
     """The race check: every kernel (store bf16 / fp16, decode plain / sinks + window / balanced, merge, dequant rows
     or lane kernel) writes the same bytes under the default schedule and under each wavefront-at-a-time schedule

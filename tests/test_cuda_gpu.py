@@ -12,7 +12,7 @@ Run on the H200: ``python -m pytest -q -m gpu tests/test_cuda_gpu.py``.
 import pytest
 import torch
 
-from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D80, D96, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
+from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D80, D80_STORE, D96, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
                         PAST_64, PORTABLE, ROTATED_FP8, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
                         check_decode_past_64_splits, check_dequant, check_merge_kernels, check_moving_maximum,
                         check_store_special_values, check_unwritten_slots, check_variant, cuda_runner)
@@ -35,7 +35,7 @@ SHAPES = [
                          ids=lambda v: v.id)
 def test_variant_matches_reference(variant):
     """cpp_checks.check_variant: store bytes, decode (with sinks + window) against the reference and the Triton
-    decode, dequant in three dtypes (a decode-only variant, head_dim 80: the decode; its store and dequant refuse)."""
+    decode, dequant in three dtypes."""
     from tqgen.triton_launch import load_triton
 
     # the shuffle-emulated fragments are slow: a shorter first batch
@@ -43,7 +43,7 @@ def test_variant_matches_reference(variant):
                   short_first=[4099, 16, 1000] if variant.kind == "portable" else None)
 
 
-@pytest.mark.parametrize("variant", SM90 + PORTABLE + ROTATED_FP8, ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", SM90 + PORTABLE + ROTATED_FP8 + D80_STORE, ids=lambda v: v.id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_store_special_values(variant, dtype):
     """NaN, ±inf, huge, saturating, signed-zero and tie inputs store what the reference stores (compare_store's rule),

@@ -265,8 +265,9 @@ WIDTH_CASES = [("aos", 4, 8, 128, "sm90"), ("soa", 4, 8, 128, "sm90"), ("soa", 3
                ("soa", 4, 4, 96, "sm90"), ("aos", 3, 4, 96, "sm86"), ("aos", 8, 4, 96, "sm90"), ("soa", 2, 2, 96, "sm80"),
                ("aos", 4, 4, 96, "gfx942"), ("soa", 3, 4, 96, "gfx90a"), ("soa", 8, 4, 96, "gfx950"),
                ("aos", 3, 3, 96, "sm90"), ("soa", 8, 3, 96, "sm89"), ("soa", 3, 3, 96, "gfx942"),
-               # head_dim 80 (session 54: a decode only; 3-bit keys' 7.5-byte quarters, 3- / 2-bit values' 3.75- /
-               # 2.5-byte eighths by the register prefetch)
+               # head_dim 80 (session 54: the decode; 3-bit keys' 7.5-byte quarters, 3- / 2-bit values' 3.75- /
+               # 2.5-byte eighths by the register prefetch; session 55: the store and rows dequant, 5 lanes of 16 a row,
+               # 3-bit codes in 6-byte chunks, sm90's bf16 store of 3-bit values spill-free by its minimum of 4 blocks)
                ("aos", 3, 3, 80, "sm90"), ("soa", 3, 4, 80, "sm86"), ("soa", 4, 2, 80, "sm80"),
                ("aos", 2, 3, 80, "gfx942"), ("soa", 3, 3, 80, "gfx950")]
 

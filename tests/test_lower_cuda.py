@@ -11,9 +11,9 @@ from tqgen.cli import main
 from tqgen.codebook import lloyd_max, lut_words
 from tqgen.ir import LayoutSpec, Rotation, SpecError, Target, rotation_at
 from tqgen.layout import derive_layout, field_alignment
-from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_kernel_reasons, cuda_options,
-                              dense_store_units,
-                              cuda_reasons, kernel_names, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
+from tqgen.lower_cuda import (HEAD_DIMS, KERNEL_NAMES, CudaOptions, _access_width, cuda_options,
+                              dense_store_units, store_chunk, store_elems, store_lanes,
+                              cuda_reasons, layout_params, line_conflicts, line_reads, line_swizzle, make_variant, render_cuda)
 from tqgen.variants import Request
 
 
@@ -23,18 +23,26 @@ def test_reasons_name_what_is_refused():
     assert any(r.field == "kind" for r in cuda_reasons(LayoutSpec.from_preset("4bit_nc"), Target.GFX942, "portable"))
     with pytest.raises(SpecError, match="head_dim"):
         make_variant(d72, "sm90")
-    # head_dim 80 (Phi-2's, session 54): a decode only; its store and dequant (rows of D/32 lanes) refuse, naming
-    # Triton's
+    # head_dim 80 (Phi-2's): every kernel (session 54: the decode; 55: the store and rows dequant, rows of 5 lanes of
+    # 16 elements, 3-bit codes in 16-element chunks of 6 bytes); the dense rotation's 24 rows a block (4 warps) in 2
+    # m-tiles x 2 groups of 5 n-tiles; the lane dequant (D/32 elements a lane) refuses, naming the rows kernel
     d80 = LayoutSpec.from_preset("4bit_nc", head_dim=80, rotation="orthogonal")
-    assert cuda_reasons(d80, Target.SM90) == [] and cuda_kernel_reasons(d80, "decode") == []
-    for k in ("store", "dequant"):
-        (r,) = cuda_kernel_reasons(d80, k)
-        assert r.field == "head_dim" and f"for the C++ {k}" in str(r) and "the store and dequant run on Triton" in str(r)
-    assert set(kernel_names(d80)) == set(KERNEL_NAMES) - {"store", "dequant", "dequant_f32"}
-    assert kernel_names(d96 := LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")) == KERNEL_NAMES
+    assert cuda_reasons(d80, Target.SM90) == []
+    assert (store_lanes(80), store_elems(80), store_lanes(96), store_elems(96)) == (5, 16, 3, 32)
+    assert [store_chunk(b, 16) for b in (2, 3, 4, 8)] == [16, 16, 8, 8] and store_chunk(3) == 32
+    assert dense_store_units(80, 4) == (2, 2) and dense_store_units(80, 8) is None
     src = render_cuda(make_variant(d80, "sm90"))
-    assert "tq_decode_split_bf16(" in src and "tq_decode_merge_rows_f16(" in src
-    assert "tq_store_bf16(" not in src and "tq_dequant_f32(" not in src
+    assert all(f"{n}(" in src for pair in KERNEL_NAMES.values() for n in pair)
+    assert "#define TQ_SR 5 " in src and "#define TQ_EL 16 " in src and "__launch_bounds__(TQ_ROW_WARPS * 32, 4)" in src
+    src3 = render_cuda(make_variant(LayoutSpec.from_preset("3bit_nc", layout="aos", head_dim=80, rotation="orthogonal"),
+                                    "sm90"))
+    assert "#define TQ_KCH 16" in src3 and "#define TQ_VCH 16" in src3
+    with pytest.raises(SpecError, match=r"dequant_rows=0 not supported: 1 or more. the dense rotation's dequant"):
+        make_variant(d80, "sm90", options=cuda_options(d80, Target.SM90).with_changes(["dequant_rows=0"]))
+    k80 = LayoutSpec.from_preset("k8v4", head_dim=80)  # unrotated fp8 keys: no dense rotation, still 5 lanes a row
+    with pytest.raises(SpecError, match=r"dequant_rows=0 not supported: 1 or more. the lane dequant takes D/32 elements"):
+        make_variant(k80, "sm90", options=cuda_options(k80, Target.SM90).with_changes(["dequant_rows=0"]))
+    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
     # head_dim 96: the orthogonal rotation lowers; the store and rows dequant rotate by m16n8k16 products
     # (tq_dense_rotate: one more parameter, the B fragments of Πᵀ / Π), the decode takes the rotated query
     assert cuda_reasons(d96, Target.SM90) == []

@@ -81,24 +81,24 @@ def test_head_dim_96_takes_the_cpp_decode_per_kernel(target):
 
 
 @pytest.mark.parametrize("target", ["sm90", "sm80", "gfx942"])
-def test_head_dim_80_takes_the_cpp_decode_only(target):
-    """head_dim 80 (Phi-2; session 54): the C++ variant is a decode only (its store and dequant rows are D/32 lanes),
-    so Triton stores and dequantises, also under a forced C++ backend (with the C++ kernel's reason kept in the plan);
-    3-bit keys (a thread's key quarter 7.5 bytes, read as 8 and shifted) and values too."""
+def test_head_dim_80_takes_the_cpp_kernels(target):
+    """head_dim 80 (Phi-2): the C++ variant serves every kernel (session 54: the decode; session 55: the store and rows
+    dequant, rows of 5 lanes of 16 elements), forced or not, 3-bit keys and values too; unrotated fp8 keys take the C++
+    decode and on NVIDIA Triton's store and dequant (a head_dim no power of two: select._ordered)."""
     cpp = "hip" if target.startswith("gfx") else "cuda"
     kw = dict(layout="aos", head_dim=80, num_kv_heads=32, num_q_heads=32, device=target)
     p = tqr.plan("4bit_nc", rotation="orthogonal", **kw)
-    assert [p.chosen(k).name for k in ("store", "decode", "dequant")] == ["triton", cpp, "triton"]
-    why = dict((c.name, r) for c, r in p.candidates["store"])[cpp]
-    assert len(why) == 1 and "the store and dequant run on Triton, the decode in C++" in why[0]
+    assert [p.chosen(k).name for k in ("store", "decode", "dequant")] == [cpp, cpp, cpp]
     forced = tqr.plan("4bit_nc", rotation="orthogonal", backend=cpp, **kw)
-    assert [forced.chosen(k).name for k in ("store", "decode", "dequant")] == ["triton", cpp, "triton"]
+    assert [forced.chosen(k).name for k in ("store", "decode", "dequant")] == [cpp, cpp, cpp]
+    assert all(len(forced.candidates[k]) == 1 for k in ("store", "decode", "dequant"))  # no fallback candidate added
     for p3 in ("k3v4_nc", "3bit_nc"):
         p = tqr.plan(p3, rotation="orthogonal", **kw)
-        assert [p.chosen(k).name for k in ("store", "decode", "dequant")] == ["triton", cpp, "triton"]
+        assert [p.chosen(k).name for k in ("store", "decode", "dequant")] == [cpp, cpp, cpp]
     codec = {"gfx942": {"key_codec": "fp8_e4m3fnuz"}, "sm80": {"key_codec": "fp8_e4b15"}}.get(target, {})
     p8 = tqr.plan("k8v4", **codec, **kw)
-    assert [p8.chosen(k).name for k in ("store", "decode", "dequant")] == ["triton", cpp, "triton"]
+    fp8 = "triton" if cpp == "cuda" else "hip"
+    assert [p8.chosen(k).name for k in ("store", "decode", "dequant")] == [fp8, cpp, fp8]
 
 
 def test_capability_mapping():

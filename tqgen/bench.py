@@ -78,7 +78,7 @@ HEADS_D64 = ((8, 8, 64), (32, 8, 64), (64, 8, 64))
 SMOLLM2 = (9, 3, 64)
 GEMMA = (16, 8, 256)  # head_dim 256: Gemma 2 9B / Gemma 3 12B's query and KV heads
 PHI3 = (32, 32, 96)  # head_dim 96, no power of two: Phi-3-mini's query and KV heads (Triton, padded to 128)
-PHI2 = (32, 32, 80)  # head_dim 80: Phi-2's query and KV heads (the C++ decode only; Triton stores, padded to 128)
+PHI2 = (32, 32, 80)  # head_dim 80: Phi-2's query and KV heads (C++ kernels since session 55; Triton's padded to 128)
 BATCHES = (1, 8, 32, 128)
 LENGTHS = (1 * K, 4 * K, 16 * K, 32 * K, 128 * K)
 STORE_TOKENS = (1 * K, 16 * K, 64 * K, 256 * K, 1024 * K)
@@ -222,8 +222,9 @@ def suite_shapes(suite: str, prefill_limit: int = 4) -> list[Shape]:
     if suite == "head96":  # not one of issue 6's shapes: the padded Triton kernels at head_dim 96 beside SDPA
         return [Shape("decode", 1, 4 * K, *PHI3), Shape("decode", 8, 8 * K, *PHI3),
                 Shape("decode", 32, 4 * K, *PHI3), Shape("store", 0, 0, *PHI3, n=64 * K), Shape("dequant", 8, 8 * K, *PHI3)]
-    if suite == "head80":  # not one of issue 6's shapes: the C++ decode at head_dim 80 beside Triton's and SDPA
-        return [Shape("decode", 1, 4 * K, *PHI2), Shape("decode", 8, 8 * K, *PHI2), Shape("decode", 32, 4 * K, *PHI2)]
+    if suite == "head80":  # not one of issue 6's shapes: the C++ kernels at head_dim 80 beside Triton's and SDPA
+        return [Shape("decode", 1, 4 * K, *PHI2), Shape("decode", 8, 8 * K, *PHI2), Shape("decode", 32, 4 * K, *PHI2),
+                Shape("store", 0, 0, *PHI2, n=64 * K), Shape("dequant", 8, 8 * K, *PHI2)]
     if suite == "full":
         heads = HEADS_D128 + HEADS_D64 + (SMOLLM2,)
         out = []
@@ -1701,8 +1702,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                         "of 4 / 512 new tokens after 4K / 32K of history at B 1, 8, 32, the dequant, and batches of mixed lengths; "
                         "head256: decode at B=1 L=4K, B=32 L=8K / 32K and store of 64K tokens at head_dim 256 (Hq 16, Hk 8); "
                         "head96: decode at B=1 L=4K, B=8 L=8K, B=32 L=4K, store of 64K tokens and dequant at B=8 L=8K at head_dim 96 (Phi-3-mini's "
-                        "Hq 32, Hk 32; orthogonal rotation); head80: decode at B=1 L=4K, B=8 L=8K, B=32 L=4K at head_dim 80 (Phi-2's "
-                        "Hq 32, Hk 32; the C++ variant is a decode only) (default targets)")
+                        "Hq 32, Hk 32; orthogonal rotation); head80: the same shapes at head_dim 80 (Phi-2's "
+                        "Hq 32, Hk 32) (default targets)")
     p.add_argument("--op", action="append", choices=OPS, help="only these ops (repeatable; default: the suite's)")
     p.add_argument("--preset", action="append", help=f"repeatable; default all: {', '.join(PRESETS)}")
     p.add_argument("--layout", action="append", help="repeatable: aos, soa (default both)")

@@ -118,17 +118,6 @@ def eligibility(spec: LayoutSpec, target: Target) -> dict[str, list]:
     return out
 
 
-def _partial(spec: LayoutSpec, backend: str) -> str:
-    """' (store, decode only: ...)' where an eligible C++ backend serves some kernels only
-    (lower_cuda.cuda_kernel_reasons)."""
-    if backend not in ("cuda", "hip"):
-        return ""
-    from .lower_cuda import cuda_kernel_reasons
-    why = {k: cuda_kernel_reasons(spec, k) for k in ("store", "decode", "dequant")}
-    refused = [rs[0] for rs in why.values() if rs]
-    return f" ({', '.join(k for k, rs in why.items() if not rs)} only: {refused[0].hint})" if refused else ""
-
-
 def cmd_check(a: argparse.Namespace) -> int:
     if a.manifest:
         from .build import check_manifest
@@ -152,8 +141,7 @@ def cmd_check(a: argparse.Namespace) -> int:
     for backend, reasons in result.items():
         if not reasons and not fmt_bad:
             ok_any = ok_any or backend != "reference"
-            print(f"  {backend}: eligible" + (" (slow torch fallback; does not count)" if backend == "reference" else "")
-                  + _partial(spec, backend))
+            print(f"  {backend}: eligible" + (" (slow torch fallback; does not count)" if backend == "reference" else ""))
         else:
             print(f"  {backend}: not eligible")
             for r in reasons:

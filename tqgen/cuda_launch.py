@@ -28,7 +28,7 @@ import torch
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_GROUPS_MANY_FROM, MERGE_ROWS, QUERIES_PER_WARP,
-                         cuda_kernel_reasons, decode_dynamic_smem, dense_rotation, kernel_names, layout_params,
+                         decode_dynamic_smem, dense_rotation, layout_params,
                          make_variant, merge_groups_many, store_lanes)
 from .build import source_name, user_cache, variant_dir
 from .tuning import generation as tuning_generation, sm_count, split_cap, tuned_splits
@@ -430,12 +430,6 @@ class CudaKernels:
             self._layouts[hk] = tuple(layout_params(self.spec, hk))
         return self._layouts[hk]
 
-    def _refuse(self, kernel: str) -> None:
-        """A kernel this variant does not define (the store and dequant at head_dim 80) raises with its reason."""
-        bad = cuda_kernel_reasons(self.spec, kernel)
-        if bad:
-            raise ValueError(f"{self.variant.id} has no {kernel} kernel: {bad[0]}")
-
     def _fn(self, kernel: str, dtype: torch.dtype):
         if kernel == "dequant" and dtype == torch.float32:
             return self.functions["tq_dequant_f32"]
@@ -477,7 +471,6 @@ class CudaKernels:
     # ------------------------------------------------------------------ store
     def store(self, key: torch.Tensor, value: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
               *, check: bool = True) -> None:
-        self._refuse("store")
         if check:
             ref.check_store_args(self.spec, key, value, cache, slot_mapping)
         n, hk, d = key.shape
@@ -646,7 +639,6 @@ class CudaKernels:
     def dequant(self, cache: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                 max_len: int | None = None, dtype: torch.dtype = torch.bfloat16, *, check: bool = True,
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        self._refuse("dequant")
         s = self.spec
         k, v, max_len = ref.dequant_outputs(s, cache, block_table, seq_lens, max_len, check, dtype)
         b, hk = block_table.shape[0], cache.shape[2]
@@ -696,7 +688,7 @@ def kernels_from_image(v: Variant, image: bytes, device: torch.device) -> CudaKe
         torch.cuda.current_stream(device)  # makes torch's (primary) context current on this thread
         torch.empty(1, device=device)
         mod = drv.load_module(image)
-        fns = {name: drv.function(mod, name) for pair in kernel_names(v.spec).values() for name in pair}
+        fns = {name: drv.function(mod, name) for pair in KERNEL_NAMES.values() for name in pair}
         smem = decode_dynamic_smem(v.spec, v.target, v.kind, v.options)
         if smem:  # the 48 KB default bounds static + dynamic together: opt in whatever the size
             for name in KERNEL_NAMES["decode_split"] + KERNEL_NAMES["decode_split_bal"]:

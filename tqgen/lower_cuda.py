@@ -37,7 +37,7 @@ MERGE_GROUPS_MANY_FROM = 64
 MERGE_MAX_THREADS = 1024  # a block's threads: the block-a-row merge's G·D threads stop here (head_dim 256: 4 groups)
 MERGE_ROWS = 8  # decode merge by rows: (sequence, query head) rows per block, a warp each
 MAX_GQA = 16  # a group of 9..16 queries takes two octets (two warps over the same K/V bytes)
-HEAD_DIMS = (64, 80, 96, 128, 256)  # 96: Phi-3's (3 elements a lane, 6 chunks of 16); 80: Phi-2's (a decode only)
+HEAD_DIMS = (64, 80, 96, 128, 256)  # 96: Phi-3's (3 elements a lane, 6 chunks of 16); 80: Phi-2's (5 store lanes of 16)
 
 
 def merge_groups_many(head_dim: int) -> int:
@@ -690,28 +690,6 @@ def dense_rotation(spec: LayoutSpec) -> bool:
     return spec.rotation is Rotation.ORTHOGONAL
 
 
-def cuda_kernel_reasons(spec: LayoutSpec, kernel: str) -> list[Reason]:
-    """Why this spec's C++ variant does not serve ``kernel`` (store, decode, dequant) though it lowers: at a head_dim
-    that is no multiple of 32 (Phi-2's 80) the store and dequant, whose rows are D/32 lanes of 32 elements, are
-    Triton's; the decode (D/16 chunks of 16) and its merges are C++."""
-    if kernel in ("store", "dequant") and spec.head_dim % 32:
-        return [Reason("head_dim", spec.head_dim, "a multiple of 32 for the C++ " + kernel,
-                       f"the C++ store's and dequant's rows are D/32 lanes of 32 elements: at head_dim "
-                       f"{spec.head_dim} the store and dequant run on Triton, the decode in C++")]
-    return []
-
-
-def row_kernels(spec: LayoutSpec) -> bool:
-    """The variant defines the store and dequant (the row kernels): ``cuda_kernel_reasons``."""
-    return not cuda_kernel_reasons(spec, "store")
-
-
-def kernel_names(spec: LayoutSpec) -> dict[str, tuple[str, str]]:
-    """The kernels a variant of ``spec`` defines: KERNEL_NAMES without those ``cuda_kernel_reasons`` refuses (the
-    store and dequant at head_dim 80)."""
-    return {k: v for k, v in KERNEL_NAMES.items() if not cuda_kernel_reasons(spec, k.split("_")[0])}
-
-
 # The dequant's __launch_bounds__ minimum: 8 blocks an SM (64 registers a thread on NVIDIA; without a minimum ptxas held
 # the head_dim-64 SoA 4-bit dequant to 40 and spilled)
 DEQUANT_MIN_BLOCKS = 8
@@ -719,6 +697,11 @@ DEQUANT_MIN_BLOCKS = 8
 # parts spilled 60-316 bytes at head_dim 96, NVRTC sm80 / sm90), 2 on AMD (its 30 KB of LDS a block: two fit gfx90a /
 # gfx942's 64 KB, where clang refused the 4 blocks' occupancy target)
 DENSE_DEQUANT_MIN_BLOCKS = {"cuda": 4, "hip": 2}
+
+
+# The store's __launch_bounds__ minimum at 16-element lanes (head_dim 80) on NVIDIA: 4 blocks an SM (up to 128
+# registers; ptxas's own choice without one, 56 for sm90's bf16 store of 3-bit values, spilled a register)
+STORE_MIN_BLOCKS_16 = 4
 
 
 def min_resident_bound(platform: Platform, blocks: int, threads: int) -> int:
@@ -747,14 +730,21 @@ def _f32(x: float) -> str:
 
 
 def store_lanes(head_dim: int) -> int:
-    """Lanes per (token, head) row in the store: 32 elements each (the launcher's rows per warp)."""
-    return head_dim // 32
+    """Lanes per (token, head) row in the store and the rows dequant (the launcher's rows a warp: 32 // lanes): D/32
+    of 32 elements each, or at a head_dim that is no multiple of 32 (Phi-2's 80) D/16 of 16 (``store_elems``)."""
+    return head_dim // 32 if head_dim % 32 == 0 else head_dim // 16
 
 
-def store_chunk(bits: int) -> int:
+def store_elems(head_dim: int) -> int:
+    """Elements a lane of a store / rows-dequant row (``store_lanes``): 32, or 16 at head_dim 80."""
+    return head_dim // store_lanes(head_dim)
+
+
+def store_chunk(bits: int, elems: int = 32) -> int:
     """Elements per store chunk: the fewest multiple of 8 (one 16-byte load of 16-bit inputs) whose
-    BITS-bit codes fill whole 32-bit words."""
-    return next(ch for ch in (8, 16, 32) if ch * bits % 32 == 0)
+    BITS-bit codes fill whole 32-bit words, at most a lane's ``elems`` (3-bit codes in 16-element lanes: chunks of
+    16, 6 bytes)."""
+    return min(next(ch for ch in (8, 16, 32) if ch * bits % 32 == 0), elems)
 
 
 def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
@@ -782,27 +772,30 @@ def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int] | None:
                 None)
 
 
-def dense_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
-    """Why ``options`` cannot run the dense rotation of ``spec`` in the store and rows dequant (``tq_dense_rotate``):
-    its units do not deal evenly to the block's warps, or the dequant is the lane kernel (no block-wide rows)."""
-    if not dense_rotation(spec) or not row_kernels(spec):
-        return []
+def row_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
+    """Why ``options`` cannot run the store and dequant of ``spec``: the dense rotation's units (``tq_dense_rotate``)
+    do not deal evenly to the block's warps, or the dequant is the lane kernel where it needs the rows kernel (the
+    dense rotation rotates a block's rows together; the lane kernel takes D/32 elements a lane, none at head_dim 80)."""
     r = []
-    if not dense_store_units(spec.head_dim, options.row_warps):
+    dense = dense_rotation(spec)
+    if dense and not dense_store_units(spec.head_dim, options.row_warps):
         ok = [w for w in WARP_COUNTS if dense_store_units(spec.head_dim, w)]
         r.append(Reason("row_warps", options.row_warps, ok, f"the dense rotation deals a block's m-tiles x n-tiles "
                         f"evenly to its warps (head_dim {spec.head_dim})"))
-    if not options.dequant_rows:
+    if not options.dequant_rows and (dense or spec.head_dim % 32):
         r.append(Reason("dequant_rows", 0, "1 or more", "the dense rotation's dequant is the rows kernel (a block's rows "
-                        "rotated together), not the lane kernel"))
+                        "rotated together), not the lane kernel" if dense else
+                        f"the lane dequant takes D/32 elements a lane: at head_dim {spec.head_dim} the dequant is the "
+                        f"rows kernel ({store_lanes(spec.head_dim)} lanes of {store_elems(spec.head_dim)} a row)"))
     return r
 
 
 def _store_ctx(spec: LayoutSpec, options: CudaOptions) -> dict[str, Any]:
     kbits = 8 if spec.key_codec.is_fp8 else spec.key_bits
-    kch, vch = store_chunk(kbits), store_chunk(spec.value_bits)
+    el = store_elems(spec.head_dim)
+    kch, vch = store_chunk(kbits, el), store_chunk(spec.value_bits, el)
     return {
-        "lanes": store_lanes(spec.head_dim), "kch": kch, "vch": vch,
+        "lanes": store_lanes(spec.head_dim), "elems": el, "kch": kch, "vch": vch,
         # a chunk's codes: CH·bits/8 bytes at a multiple of that inside the field
         "k_align": min(field_alignment(spec, "k_data"), 16, pow2_divisor(kch * kbits // 8)),
         "v_align": min(field_alignment(spec, "v_data"), 16, pow2_divisor(vch * spec.value_bits // 8)),
@@ -1297,8 +1290,12 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_MIN_BLOCKS[platform.name] if dense_rotation(spec)
                                                   else DEQUANT_MIN_BLOCKS), options.row_warps * 32),
-        mma_def=MMA_DEFS[platform.mma_impl], rows=row_kernels(spec),
-        store=_store_ctx(spec, options) if row_kernels(spec) else None, merge_groups=MERGE_GROUPS,
+        # the store's minimum resident blocks where one is given: 16-element lanes (head_dim 80) on NVIDIA, where
+        # without one ptxas took 56 registers for the bf16 store of 3-bit values and spilled a flag across the dense
+        # rotation (STORE_MIN_BLOCKS_16: 80 registers, none spilled); elsewhere the store has no minimum
+        store_min=STORE_MIN_BLOCKS_16 if platform.name == "cuda" and store_elems(spec.head_dim) == 16 else 0,
+        mma_def=MMA_DEFS[platform.mma_impl],
+        store=_store_ctx(spec, options), merge_groups=MERGE_GROUPS,
         merge_groups_many=merge_groups_many(spec.head_dim), merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
@@ -1340,7 +1337,7 @@ def make_variant(spec: LayoutSpec, target: str | Target, kind: str = "generic",
     reasons = cuda_reasons(spec, t, kind)
     opts = options or cuda_options(spec, t, kind)
     if not reasons:
-        reasons += opts.reasons(t) + dense_reasons(spec, opts)
+        reasons += opts.reasons(t) + row_reasons(spec, opts)
     if reasons:
         raise SpecError(reasons, f"cannot lower {spec.token} to {backend_for(t)} C++ for {t} ({kind})")
     return Variant(backend=backend_for(t), target=t, kind=kind, spec=spec, options=opts, rules=cuda_rules(spec),

@@ -226,16 +226,6 @@ def tuned_splits(variant, device_name: str, units: int, max_seq_len: int) -> int
 
 
 # ------------------------------------------------------------------------------ the tuner (GPU)
-def cache_store(kern):
-    """The store that fills a C++ variant's caches for timing: its own, or Triton's where it has none (head_dim 80:
-    lower_cuda.cuda_kernel_reasons)."""
-    from .lower_cuda import cuda_kernel_reasons
-    if cuda_kernel_reasons(kern.spec, "store"):
-        from .triton_launch import load_triton
-        return load_triton(kern.spec, kern.variant.target).store
-    return kern.store
-
-
 def _fill(kern, cache, hk: int, d: int, dev) -> None:
     """Real packed slots: random K/V (keys x2, as tqgen bench) stored through the kernel into the first
     blocks, then copied block-wise over the rest (timing needs realistic codes and norms, not distinct ones)."""
@@ -245,7 +235,7 @@ def _fill(kern, cache, hk: int, d: int, dev) -> None:
     slots = torch.arange(c * bs, device=dev, dtype=torch.int32)
     k = torch.randn(c * bs, hk, d, device=dev, dtype=torch.bfloat16) * 2
     v = torch.randn(c * bs, hk, d, device=dev, dtype=torch.bfloat16)
-    cache_store(kern)(k, v, cache, slots, check=False)
+    kern.store(k, v, cache, slots, check=False)
     for s in range(c, nb, c):
         m = min(c, nb - s)
         cache[s:s + m].copy_(cache[:m])

@@ -43,7 +43,7 @@ import torch
 from ..build import source_name, user_cache, variant_dir
 from ..cuda_launch import CudaKernels, KernelParams
 from ..ir import LayoutSpec, Target
-from ..lower_cuda import kernel_names as variant_kernels, make_variant
+from ..lower_cuda import KERNEL_NAMES, make_variant
 from ..variants import Variant
 
 SIM_DIR = Path(__file__).resolve().parent  # tqsim.h, hip/hip_runtime.h, cuda_fp16.h
@@ -334,7 +334,7 @@ def load_sim_variant(v: Variant, wave: int | None = None, defines: tuple[str, ..
     in its place (a kernel experiment checked for correctness before any GPU time: bench/dbg/sim_check.py)."""
     from ..lower_cuda import decode_dynamic_smem
     drv = SimDriver(build_sim(v, wave, defines, source))
-    fns = {name: drv.function(name) for pair in variant_kernels(v.spec).values() for name in pair}
+    fns = {name: drv.function(name) for pair in KERNEL_NAMES.values() for name in pair}
     return SimKernels(v, drv, fns, decode_dynamic_smem(v.spec, v.target, v.kind, v.options))
 
 
