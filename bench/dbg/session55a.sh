@@ -10,4 +10,4 @@ K='d80 or (merge and 80) or padded' timeout ${TESTS_S:-400} bash bench/dbg/gpu_t
 python -m tqgen bench --suite head80 --op store --op dequant --out $OUT --tag $slug-$day-head80-store-dequant --no-plot \
   > $OUT/bench80-log.txt 2>&1; echo "bench80 rc $? at $((SECONDS - t0)) s"
 echo "done at $((SECONDS - t0)) s"
-for f in $OUT/*head80-store-dequant.md; do grep -E "^
+for f in $OUT/*head80-store-dequant.md; do grep -E '^## (store|dequant)|^[|] (cuda|triton) ' "$f" | cut -c1-150; done
