@@ -3,7 +3,8 @@
 For each kernel (store, decode, dequant) the candidates of the device's chain are tried in order:
 
     NVIDIA smXY : cuda → triton → reference   (unrotated fp8 keys' store into AoS pages, and their store and
-                  dequant at a head_dim no power of two: triton → cuda, measured faster: _ordered)
+                  dequant at a head_dim no power of two: triton → cuda, measured faster; the store and dequant at
+                  head_dim 80: triton → cuda, the C++ ones not yet run on a GPU: _ordered)
     gfx950      : triton:gfx950_mfma (decode only) → hip → triton → reference
     other AMD   : hip → triton → reference
     CPU         : triton (only under TRITON_INTERPRET=1) → reference
@@ -190,12 +191,16 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
 #: tokens 37.8-39.4 % vs 11.2-14.6 %, dequant 26.9-31.6 % vs 6.2-7.6 %; the same run's dequant of unrotated fp8 keys at
 #: 96: Triton 85.8-86.6 %, C++ 67.0-67.6 % (bench/results/h100-2026-12-07-head96-dense-store.md); fp8 keys rotated by
 #: Πᵀ at 96: the C++ store 2.0-2.4x Triton's (h100-2026-12-07-session52.md)
+#: UNTIMED_ROWS: the C++ store and rows dequant at a head_dim that is no multiple of 32 (Phi-2's 80: rows of 5 lanes of
+#: 16 elements, session 55) ran in the simulator only (no GPU came that session): on NVIDIA Triton's serve first until
+#: a GPU run times and checks them (bench/dbg/session55a.sh); backend="cuda" takes them
 def _ordered(cands: list[Candidate], kernel: str, req: Request, target: Target) -> list[Candidate]:
     s = req.spec
     fp8 = s.key_codec.is_fp8 and s.rotation is not Rotation.ORTHOGONAL  # (rotated by Πᵀ: the C++ products win)
     odd = not is_power_of_two(s.head_dim)
-    if target.info.vendor is Vendor.NVIDIA and fp8 and (
-            (kernel == "store" and (s.layout is Layout.AOS or odd)) or (kernel == "dequant" and odd)):
+    untimed = s.head_dim % 32 != 0 and kernel in ("store", "dequant")  # (head_dim 80: see UNTIMED_ROWS)
+    if target.info.vendor is Vendor.NVIDIA and (untimed or fp8 and (
+            (kernel == "store" and (s.layout is Layout.AOS or odd)) or (kernel == "dequant" and odd))):
         return sorted(cands, key=lambda c: {Backend.TRITON: 0, Backend.CUDA: 1}.get(c.backend, 2))
     return cands
 
