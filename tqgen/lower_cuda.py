@@ -336,8 +336,8 @@ class CudaOptions:
     # dequant: consecutive tokens a warp, their loads issued together (H200, 1/2/4/8 measured:
     # bench/results/h200-2026-12-04-dequant-tokens.md; one token a warp waited on its chain of dependent loads)
     dequant_tokens: int = 4
-    # dequant: R > 0 = the rows kernel (the store's mapping run backwards: D/32 lanes a token, 32 elements each,
-    # R rounds of 32·32/D tokens a warp), whose Walsh-Hadamard transform back is 5 stages in registers and log2(D/32)
+    # dequant: R > 0 = the rows kernel (the store's mapping run backwards: store_lanes(D) lanes a token, D/32 of 32
+    # elements each, 5 of 16 at head_dim 80; R rounds of 32 // lanes tokens a warp), whose Walsh-Hadamard transform back is 5 stages in registers and log2(D/32)
     # by shuffles (the renorm's sum the same); 0 = the lane kernel (D/32 elements a lane, a token's transform 5
     # shuffle stages, dequant_tokens tokens a warp). H200, same run, bf16 out, % of the copy ceiling, B=32 L=32K
     # head_dim 128 lane -> rows 1 / 2: SoA 4bit_nc 48.3 -> 77.9 / 83.7, AoS 4bit_nc 45.1 -> 70.7 / 75.6, SoA
