@@ -700,7 +700,8 @@ DENSE_DEQUANT_MIN_BLOCKS = {"cuda": 4, "hip": 2}
 
 
 # The store's __launch_bounds__ minimum at 16-element lanes (head_dim 80) on NVIDIA: 4 blocks an SM (up to 128
-# registers; ptxas's own choice without one, 56 for sm90's bf16 store of 3-bit values, spilled a register)
+# registers: 80 taken, none spilled; ptxas's own choice without one, 56 for sm90's bf16 store of 3-bit values, spilled
+# a flag across the dense rotation's barriers); elsewhere the store has no minimum
 STORE_MIN_BLOCKS_16 = 4
 
 
@@ -790,12 +791,14 @@ def row_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
     return r
 
 
-def _store_ctx(spec: LayoutSpec, options: CudaOptions) -> dict[str, Any]:
+def _store_ctx(spec: LayoutSpec, options: CudaOptions, platform: Platform) -> dict[str, Any]:
     kbits = 8 if spec.key_codec.is_fp8 else spec.key_bits
     el = store_elems(spec.head_dim)
     kch, vch = store_chunk(kbits, el), store_chunk(spec.value_bits, el)
     return {
         "lanes": store_lanes(spec.head_dim), "elems": el, "kch": kch, "vch": vch,
+        # __launch_bounds__' minimum blocks: STORE_MIN_BLOCKS_16 at 16-element lanes on NVIDIA, none elsewhere
+        "min_blocks": STORE_MIN_BLOCKS_16 if platform.name == "cuda" and el == 16 else 0,
         # a chunk's codes: CH·bits/8 bytes at a multiple of that inside the field
         "k_align": min(field_alignment(spec, "k_data"), 16, pow2_divisor(kch * kbits // 8)),
         "v_align": min(field_alignment(spec, "v_data"), 16, pow2_divisor(vch * spec.value_bits // 8)),
@@ -1290,12 +1293,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
         dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_MIN_BLOCKS[platform.name] if dense_rotation(spec)
                                                   else DEQUANT_MIN_BLOCKS), options.row_warps * 32),
-        # the store's minimum resident blocks where one is given: 16-element lanes (head_dim 80) on NVIDIA, where
-        # without one ptxas took 56 registers for the bf16 store of 3-bit values and spilled a flag across the dense
-        # rotation (STORE_MIN_BLOCKS_16: 80 registers, none spilled); elsewhere the store has no minimum
-        store_min=STORE_MIN_BLOCKS_16 if platform.name == "cuda" and store_elems(spec.head_dim) == 16 else 0,
         mma_def=MMA_DEFS[platform.mma_impl],
-        store=_store_ctx(spec, options), merge_groups=MERGE_GROUPS,
+        store=_store_ctx(spec, options, platform), merge_groups=MERGE_GROUPS,
         merge_groups_many=merge_groups_many(spec.head_dim), merge_rows=MERGE_ROWS,
         # P·V A fragments from value codes as fp16 subnormals (mma.sync multiplies them exactly); the
         # shuffle fragments (HIP; AMD matrix units flush fp16 subnormals on gfx90a) add 1024.0 and take it off
