@@ -3,8 +3,8 @@
 For each kernel (store, decode, dequant) the candidates of the device's chain are tried in order:
 
     NVIDIA smXY : cuda → triton → reference   (unrotated fp8 keys' store into AoS pages, and their store and
-                  dequant at a head_dim no power of two: triton → cuda, measured faster; the store and dequant at
-                  head_dim 80: triton → cuda, the C++ ones not yet run on a GPU: _ordered)
+                  dequant at a head_dim no power of two, where a row's lanes take 32 elements: triton → cuda,
+                  measured faster: _ordered)
     gfx950      : triton:gfx950_mfma (decode only) → hip → triton → reference
     other AMD   : hip → triton → reference
     CPU         : triton (only under TRITON_INTERPRET=1) → reference
@@ -190,17 +190,17 @@ def make_plan(req: Request, target: Target, backend: str | None = None) -> Plan:
 #: (orthogonal) rotation's C++ store and dequant (m16n8k16 products, session 52) beat Triton's dots: store at 64K
 #: tokens 37.8-39.4 % vs 11.2-14.6 %, dequant 26.9-31.6 % vs 6.2-7.6 %; the same run's dequant of unrotated fp8 keys at
 #: 96: Triton 85.8-86.6 %, C++ 67.0-67.6 % (bench/results/h100-2026-12-07-head96-dense-store.md); fp8 keys rotated by
-#: Πᵀ at 96: the C++ store 2.0-2.4x Triton's (h100-2026-12-07-session52.md)
-#: UNTIMED_ROWS: the C++ store and rows dequant at a head_dim that is no multiple of 32 (Phi-2's 80: rows of 5 lanes of
-#: 16 elements, session 55) ran in the simulator only (no GPU came that session): on NVIDIA Triton's serve first until
-#: a GPU run times and checks them (bench/dbg/session55a.sh); backend="cuda" takes them
+#: Πᵀ at 96: the C++ store 2.0-2.4x Triton's (h100-2026-12-07-session52.md). At a head_dim no multiple of 32 (Phi-2's
+#: 80: rows of 5 lanes of 16 elements, session 55) every C++ store and dequant is faster, unrotated fp8 keys included:
+#: store at 64K tokens 88.5-88.9 % vs 68.9-70.7 % (fp8 keys), 31.5-34.9 % vs 9.6-12.7 % (dense rotation); dequant
+#: 85.3-88.4 % vs 74.8-76.7 %, 26.0-28.1 % vs 5.2-6.2 % (bench/results/h100-2026-12-07-head80-store-dequant.md)
 def _ordered(cands: list[Candidate], kernel: str, req: Request, target: Target) -> list[Candidate]:
     s = req.spec
-    fp8 = s.key_codec.is_fp8 and s.rotation is not Rotation.ORTHOGONAL  # (rotated by Πᵀ: the C++ products win)
+    # (fp8 keys rotated by Πᵀ, or in rows of 16-element lanes at head_dim 80: the C++ kernels win)
+    fp8 = s.key_codec.is_fp8 and s.rotation is not Rotation.ORTHOGONAL and s.head_dim % 32 == 0
     odd = not is_power_of_two(s.head_dim)
-    untimed = s.head_dim % 32 != 0 and kernel in ("store", "dequant")  # (head_dim 80: see UNTIMED_ROWS)
-    if target.info.vendor is Vendor.NVIDIA and (untimed or fp8 and (
-            (kernel == "store" and (s.layout is Layout.AOS or odd)) or (kernel == "dequant" and odd))):
+    if target.info.vendor is Vendor.NVIDIA and fp8 and (
+            (kernel == "store" and (s.layout is Layout.AOS or odd)) or (kernel == "dequant" and odd)):
         return sorted(cands, key=lambda c: {Backend.TRITON: 0, Backend.CUDA: 1}.get(c.backend, 2))
     return cands
 
