@@ -1,5 +1,6 @@
 """The dense (orthogonal) rotation's C++ store at head_dim 80 / 96, A/B of source patches in one run (session 56):
-the current rendering against (vfirst) the value row loaded before the key's rotation, as the fp8 keys' store does
+the current rendering against (novfirst) the value row not loaded first (with mb4: session 55's store at 80),
+(vfirst) the value row loaded before the key's rotation, as the fp8 keys' store does
 (TQ_STORE_V_FIRST: its loads in flight across the rotation's barriers), (vpf) an L2 prefetch of the value row's chunks
 at the start (no registers held), and (mbN) the store's __launch_bounds__ minimum at N blocks an SM; a+b: both. 64K tokens x 32
 KV heads, bf16; every arm's cache checked against the reference (compare_store's rule, 4096 tokens) and bit for bit
@@ -46,6 +47,10 @@ def patched(src: str, arm: str) -> str | None:
         assert src.count(CODE) == 1
         return src.replace(CODE, "#define TQ_STORE_V_FIRST 1\n  uint4 v_raw[TQ_EL / 8];\n"
                                  "  tq_load_row_raw<TQ_VCH>(v_in, j, ok, v_raw);\n" + CODE)
+    if arm == "novfirst":  # (session 56's kernel without its value row first: with mb4, session 55's)
+        out, n = re.subn(r"  // the dense rotation in 16-element lanes.*?\n#define TQ_STORE_V_FIRST 1\n  uint4 v_raw\[TQ_EL / 8\];\n"
+                         r"  tq_load_row_raw<TQ_VCH>\(v_in, j, ok, v_raw\);\n", "", src, flags=re.S)
+        return out if n == 1 else None
     if arm == "vpf":
         assert src.count(V_IN) == 1
         return src.replace(V_IN, V_IN + "  if (ok) {\n#pragma unroll\n    for (int c = 0; c < TQ_EL / TQ_VCH; ++c)\n"
