@@ -38,6 +38,8 @@ def test_reasons_name_what_is_refused():
     # not at 96's 32-element lanes, not on AMD)
     assert src.count("#define TQ_STORE_V_FIRST 1") == 1 and "#if __CUDA_ARCH__ >= 890" not in src
     assert "#define TQ_STORE_V_FIRST 1" not in render_cuda(make_variant(d80, "gfx942"))
+    r8 = render_cuda(make_variant(LayoutSpec.from_preset("k8v4", head_dim=80, rotation="orthogonal"), "sm90"))
+    assert "#if __CUDA_ARCH__ >= 890\n#define TQ_STORE_V_FIRST 1" in r8 and "__launch_bounds__(TQ_ROW_WARPS * 32, 4)" in r8
     assert "__launch_bounds__(TQ_ROW_WARPS * 32)\ntq_store" in render_cuda(make_variant(d80, "gfx942"))
     src3 = render_cuda(make_variant(LayoutSpec.from_preset("3bit_nc", layout="aos", head_dim=80, rotation="orthogonal"),
                                     "sm90"))

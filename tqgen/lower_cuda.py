@@ -699,14 +699,16 @@ DEQUANT_MIN_BLOCKS = 8
 DENSE_DEQUANT_MIN_BLOCKS = {"cuda": 4, "hip": 2}
 
 
-# The store's __launch_bounds__ minimum at 16-element lanes (head_dim 80) on NVIDIA: 6 blocks an SM (up to 85
+# The store's __launch_bounds__ minimum at 16-element lanes (head_dim 80) on NVIDIA: 4 blocks an SM (up to 128
 # registers: 80 taken, none spilled; ptxas's own choice without one, 56 for sm90's bf16 store of 3-bit values, spilled
-# a flag across the dense rotation's barriers). There the dense rotation's store loads its value row before the key's
-# rotation (``_store_ctx``'s v_first: 92 registers without the cap): on an H100 0.944-0.961x the time of session 55's
-# store (4 blocks, the value row after the key), the value row first alone 1.04-1.05x, 6 blocks alone 1.00x; at 96
-# (32-element lanes, 16 more registers) the value row first was 1.01-1.12x (bench/results/h100-2026-12-07-store-ab.txt).
-# Elsewhere the store has no minimum
-STORE_MIN_BLOCKS_16 = 6
+# a flag across the dense rotation's barriers). There the dense rotation's store of Lloyd-Max keys loads its value row
+# before the key's rotation (``_store_ctx``'s v_first: 92 registers at 4 blocks) at 6 blocks (up to 85: 80 taken, none
+# spilled): on an H100 0.947-0.966x the time of session 55's store (4 blocks, the value row after the key); the value
+# row first at 4 blocks 1.04-1.05x, 6 blocks alone 1.00x; rotated fp8 keys (the value row first anyway) at 6 blocks
+# 1.015-1.017x; at 96 (32-element lanes, 16 more registers) the value row first was 1.01-1.12x
+# (bench/results/h100-2026-12-07-store-ab.md). Elsewhere the store has no minimum
+STORE_MIN_BLOCKS_16 = 4
+STORE_MIN_BLOCKS_V_FIRST = 6
 
 
 def min_resident_bound(platform: Platform, blocks: int, threads: int) -> int:
@@ -799,12 +801,15 @@ def _store_ctx(spec: LayoutSpec, options: CudaOptions, platform: Platform) -> di
     kbits = 8 if spec.key_codec.is_fp8 else spec.key_bits
     el = store_elems(spec.head_dim)
     kch, vch = store_chunk(kbits, el), store_chunk(spec.value_bits, el)
+    v_first = platform.name == "cuda" and el == 16 and dense_rotation(spec) and not spec.key_codec.is_fp8
     return {
         "lanes": store_lanes(spec.head_dim), "elems": el, "kch": kch, "vch": vch,
-        # __launch_bounds__' minimum blocks: STORE_MIN_BLOCKS_16 at 16-element lanes on NVIDIA, none elsewhere; there
-        # the dense rotation's Lloyd-Max keys take the value row first (fp8 keys do on sm89+ anyway)
-        "min_blocks": STORE_MIN_BLOCKS_16 if platform.name == "cuda" and el == 16 else 0,
-        "v_first": platform.name == "cuda" and el == 16 and dense_rotation(spec) and not spec.key_codec.is_fp8,
+        # __launch_bounds__' minimum blocks: at 16-element lanes on NVIDIA STORE_MIN_BLOCKS_16, or where the dense
+        # rotation's Lloyd-Max keys take the value row first STORE_MIN_BLOCKS_V_FIRST (fp8 keys do on sm89+ anyway);
+        # none elsewhere
+        "min_blocks": 0 if platform.name != "cuda" or el != 16 else STORE_MIN_BLOCKS_V_FIRST if v_first
+        else STORE_MIN_BLOCKS_16,
+        "v_first": v_first,
         # a chunk's codes: CH·bits/8 bytes at a multiple of that inside the field
         "k_align": min(field_alignment(spec, "k_data"), 16, pow2_divisor(kch * kbits // 8)),
         "v_align": min(field_alignment(spec, "v_data"), 16, pow2_divisor(vch * spec.value_bits // 8)),
