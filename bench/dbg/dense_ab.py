@@ -5,6 +5,7 @@ beside Triton's store / dequant; 4bit_nc SoA / AoS (bf16 and fp16 keys), rotated
 64K tokens x 32 KV heads, the dequant at B=8 L=8K (bf16 out). Each store's cache checked against the reference
 (compare_store's rule, 4096 tokens) and old vs new C++ bit for bit. Prints a markdown table last.
     PYTHONPATH=.:/tmp/pp python bench/dbg/dense_ab.py
+    HEAD_DIM=80 OLD=HEAD ... python bench/dbg/dense_ab.py   # head_dim 80 against the committed template
     OLD=HEAD MB=6 ... python bench/dbg/dense_ab.py   # another old commit (or a template file); also the current
                                                      # rendering with the store's __launch_bounds__ minimum at MB
                                                      # blocks an SM ("cuda mbN")"""
@@ -37,7 +38,8 @@ old_dir.mkdir()
 old_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(old_dir.parent)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 dev = torch.device("cuda")
-N, HK, D, B, L = 65536, 32, 96, 8, 8192
+N, HK, B, L = 65536, 32, 8, 8192
+D = int(os.environ.get("HEAD_DIM", 96))
 
 
 def old_cpp(v, src=None):
