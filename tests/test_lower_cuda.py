@@ -55,10 +55,16 @@ def test_reasons_name_what_is_refused():
     assert cuda_reasons(d96, Target.SM90) == []
     src = render_cuda(make_variant(d96, "sm90"))
     assert "#define TQ_STORE_V_FIRST 1" not in src and "__launch_bounds__(TQ_ROW_WARPS * 32)\ntq_store" in src
+    # the rows dequant's 16-bit outputs rotate two bf16 parts of the rows by two of Π (a0b0 + a0b1 + a1b0: within one
+    # bf16 / fp16 rounding), fp32 outputs three by three (the simulator and GPU checks hold them to check_dequant's
+    # tolerances)
+    dq = {dt: src.split(f"tq_dequant_{dt}(")[1].split("\n}")[0] for dt in ("bf16", "f16", "f32")}
+    assert all("TqDenseSmem<2> dsm" in dq[dt] for dt in ("bf16", "f16")) and "TqDenseSmem<3> dsm" in dq["f32"]
     assert all(f"{n}(" in src for pair in KERNEL_NAMES.values() for n in pair)
     assert src.count("TqLayout L, const uint2* __restrict__ rot)") == 5  # store bf16 / f16, dequant bf16 / f16 / f32
-    # bf16 keys' rows as loaded (one part), fp16 keys' two parts, the dequant's three
-    assert "tq_dense_rotate<1, true>(" in src and "tq_dense_rotate<2>(" in src and "tq_dense_rotate<3>(" in src
+    # bf16 keys' rows as loaded (one part), fp16 keys' two parts, the dequant's three (two for 16-bit outputs)
+    assert "tq_dense_rotate<1, true>(" in src and "tq_dense_rotate<2>(" in src
+    assert "tq_dense_rotate<OT == 2 ? 3 : 2, false, OT == 2 ? 3 : 2>(" in src
     fp8 = render_cuda(make_variant(LayoutSpec.from_preset("k8v4", head_dim=96, rotation="orthogonal", rotation_seed=3),
                                    "sm90"))
     assert "tq_dense_rotate<BF16 ? 1 : 2>(" in fp8 and "tq_dense_rotate<1, true>" not in fp8  # (±inf clamped first)
