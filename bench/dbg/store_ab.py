@@ -1,117 +1,100 @@
-"""The dense (orthogonal) rotation's C++ store at head_dim 80 / 96, A/B of source patches in one run (session 56):
-the current rendering against (novfirst) the value row not loaded first (with mb4: session 55's store at 80),
-(vfirst) the value row loaded before the key's rotation, as the fp8 keys' store does
-(TQ_STORE_V_FIRST: its loads in flight across the rotation's barriers), (vpf) an L2 prefetch of the value row's chunks
-at the start (no registers held), and (mbN) the store's __launch_bounds__ minimum at N blocks an SM; a+b: both. 64K tokens x 32
-KV heads, bf16; every arm's cache checked against the reference (compare_store's rule, 4096 tokens) and bit for bit
-against the current rendering. Prints a markdown table last.
-    PYTHONPATH=.:/tmp/pp python bench/dbg/store_ab.py                 # every case and arm
-    ARMS=base,vfirst CASES=4bit_nc:soa:80 ... python bench/dbg/store_ab.py"""
-import os
-import re
-import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
+"""The Triton store at head_dim 96 with the orthogonal rotation, A/B in one run: session 48's (bf16x6 dots of the
+fp32 key, 16 rows a program; the template of commit 8fc070e7, written to bench/dbg/old_tpl by git show) against session 49's
+(_rot_cols_exact: the key's exact bf16 parts meet Pi^T's three host-split bf16 parts in three plain dots) at 16 /
+32 / 64 rows a program and 2 / 4 / 8 warps, its column chunks unrolled (static) or software-pipelined (stages3),
+64K tokens x 32 KV heads (Phi-3-mini), bf16 and fp16 keys; each checked against the reference on 4096 tokens
+(compare_store's rule). Prints a markdown table last.
+    PYTHONPATH=.:/tmp/pp python bench/dbg/store_ab.py"""
+import dataclasses
+import subprocess
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, "bench")
-from cuda_h200 import bench  # noqa: E402
-from tqgen import LayoutSpec  # noqa: E402
-from tqgen import reference as ref  # noqa: E402
-from tqgen.cuda_launch import kernels_from_image  # noqa: E402
-from tqgen.nvrtc import compile_cuda_any  # noqa: E402
-from tqgen.lower_cuda import make_variant as make_cuda, render_cuda  # noqa: E402
-from tqgen.testing import compare_store  # noqa: E402
+import tqgen.lower_triton as lt
+from tqgen import LayoutSpec
+from tqgen import reference as ref
+from tqgen.testing import compare_store
+from tqgen.triton_launch import load_variant
 
-dev = torch.device("cuda")
-N, HK = 65536, 32
-ARMS = os.environ.get("ARMS", "base,vfirst,vpf,mb5,mb6,vfirst+mb6,vpf+mb6").split(",")
-CASES = os.environ.get("CASES", "4bit_nc:soa:80,3bit_nc:aos:80,k3v4_nc:soa:80,4bit_nc:soa:96,4bit_nc:aos:96").split(",")
-CODE = "  uint32_t code[TQ_EL];\n  {\n    float k[TQ_EL];\n"
-V_IN = "  const uint16_t* const v_in = value + tok * svn + head * svh;\n"
-
-
-def patched(src: str, arm: str) -> str | None:
-    """The rendering with ``arm``'s change, None where it does not apply (already so)."""
-    if arm == "base":
-        return src
-    if "+" in arm:  # (arms together: vfirst+mb6)
-        for a in arm.split("+"):
-            src = patched(src, a) if src is not None else None
-        return src
-    if arm == "vfirst":
-        if "#define TQ_STORE_V_FIRST" in src:
-            return None
-        assert src.count(CODE) == 1
-        return src.replace(CODE, "#define TQ_STORE_V_FIRST 1\n  uint4 v_raw[TQ_EL / 8];\n"
-                                 "  tq_load_row_raw<TQ_VCH>(v_in, j, ok, v_raw);\n" + CODE)
-    if arm == "novfirst":  # (session 56's kernel without its value row first: with mb4, session 55's)
-        out, n = re.subn(r"  // the dense rotation in 16-element lanes.*?\n#define TQ_STORE_V_FIRST 1\n  uint4 v_raw\[TQ_EL / 8\];\n"
-                         r"  tq_load_row_raw<TQ_VCH>\(v_in, j, ok, v_raw\);\n", "", src, flags=re.S)
-        return out if n == 1 else None
-    if arm == "vpf":
-        assert src.count(V_IN) == 1
-        return src.replace(V_IN, V_IN + "  if (ok) {\n#pragma unroll\n    for (int c = 0; c < TQ_EL / TQ_VCH; ++c)\n"
-                           "      asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(v_in + (c * TQ_SR + j) * TQ_VCH));\n  }\n")
-    if arm.startswith("mb"):
-        out, n = re.subn(r"__launch_bounds__\(TQ_ROW_WARPS \* 32(, \d+)?\)\ntq_store",
-                         f"__launch_bounds__(TQ_ROW_WARPS * 32, {arm[2:]})\ntq_store", src)
-        assert n == 2, n
-        return out
-    raise ValueError(arm)
-
-
-def compile_one(job):
-    """(case, arm, source) -> the cubin's bytes (compile_cuda_any: nvcc, else NVRTC), None where the arm is moot."""
-    case, arm, src = job
-    if src is None:
-        return None
-    d = Path(tempfile.mkdtemp())
-    (d / "k.cu").write_text(src)
-    r = compile_cuda_any(d / "k.cu", "sm90", d)
-    assert r.ok, r.log[-2000:]
-    return Path(r.output).read_bytes()
-
-
-variants = {}
-for case in CASES:
-    preset, lay, d = case.split(":")
-    variants[case] = make_cuda(LayoutSpec.from_preset(preset, layout=lay, head_dim=int(d), rotation="orthogonal"), "sm90")
-jobs = [(c, a, patched(render_cuda(variants[c]), a)) for c in CASES for a in ARMS]
-with ThreadPoolExecutor(8) as ex:  # (the compiles first, in parallel)
-    images = dict(zip([(c, a) for c, a, _ in jobs], ex.map(compile_one, jobs)))
-print(f"{len(jobs)} compiles done", flush=True)
+NEW_DIR, OLD_DIR = lt.TEMPLATE_DIR, Path(__file__).parent / "old_tpl"
+OLD_COMMIT = "8fc070e7"  # session 48's last commit: its Triton template, written to old_tpl/ here (not committed)
+if not (OLD_DIR / "triton" / "kernels.py.j2").exists():
+    (OLD_DIR / "triton").mkdir(parents=True, exist_ok=True)
+    (OLD_DIR / "triton" / "kernels.py.j2").write_bytes(subprocess.run(
+        ["git", "show", f"{OLD_COMMIT}:tqgen/templates/triton/kernels.py.j2"], check=True, capture_output=True).stdout)
+CHUNKS = "tl.range(0, D_REAL, ROT_NC)"
+EDITS = {"static": "tl.static_range(0, D_REAL, ROT_NC)", "stages3": "tl.range(0, D_REAL, ROT_NC, num_stages=3)"}
+DIRS = {"old": OLD_DIR, "new": NEW_DIR}
+for name, loop in EDITS.items():  # the current template with its column-chunk loops rewritten
+    text = (NEW_DIR / "triton" / "kernels.py.j2").read_text()
+    assert CHUNKS in text
+    DIRS[name] = Path(f"/tmp/store_ab_{name}")
+    (DIRS[name] / "triton").mkdir(parents=True, exist_ok=True)
+    (DIRS[name] / "triton" / "kernels.py.j2").write_text(text.replace(CHUNKS, loop))
+    if not (DIRS[name] / "gpu").exists():
+        (DIRS[name] / "gpu").symlink_to(NEW_DIR / "gpu")
+n, hk, d = 65536, 32, 96
 g = torch.Generator(device="cuda").manual_seed(0)
 rows = []
-for case in CASES:
-    preset, lay, d = case.split(":")
-    vc = variants[case]
-    spec = vc.spec
-    key = torch.randn(N, HK, int(d), device=dev, generator=g).to(torch.bfloat16)
-    val = torch.randn(N, HK, int(d), device=dev, generator=g).to(torch.bfloat16)
-    slots = torch.randperm(N, device=dev, generator=g).to(torch.int32)
-    s4 = torch.randperm(4096, device=dev, generator=g).to(torch.int32)  # the check's 4096 tokens, every slot once
-    want = ref.allocate(spec, 4096 // spec.block_size, HK, "cpu")
-    ref.store(spec, key[:4096].cpu(), val[:4096].cpu(), want, s4.cpu())
-    first = None
-    for arm in ARMS:
-        if images[case, arm] is None:
-            continue
-        k = kernels_from_image(vc, images[case, arm], dev)
-        small = ref.allocate(spec, 4096 // spec.block_size, HK, dev)
-        k.store(key[:4096], val[:4096], small, s4)
-        diff = compare_store(spec, small.cpu(), want, key[:4096].cpu(), s4.cpu())
-        first = small if first is None else first
-        cache = ref.allocate(spec, N // spec.block_size, HK, dev)
-        us = bench(lambda: k.store(key, val, cache, slots, check=False))
-        rows.append((case, arm, us, torch.equal(small, first), diff.summary()[:50]))
-        print(rows[-1], flush=True)
-    del key, val, slots
-    torch.cuda.empty_cache()
+VARIANTS = [("old", 16, 4), ("new", 16, 4), ("new", 16, 2), ("static", 16, 4), ("stages3", 16, 4), ("new", 32, 4)]
 
-print("\n| case | arm | median us | vs base | same bytes as base | check |\n|---|---|---|---|---|---|")
-base = {r[0]: r[2] for r in rows if r[1] == "base"}
+
+def bench(spec, which, bm, warps, dtype, key, val, slots):
+    lt.TEMPLATE_DIR = DIRS[which]
+    lt._template_digest.cache_clear()
+    lt._env.cache_clear()
+    opts = dataclasses.replace(lt.triton_options(spec, lt.Target.SM90), store_block_m=bm, store_num_warps=warps,
+                               dequant_block_n=bm)  # dense_reasons asks both for DENSE_ROWS
+    saved = lt.DENSE_ROWS
+    lt.DENSE_ROWS = bm
+    try:
+        kern = load_variant(lt.make_variant(spec, "sm90", options=opts))
+    finally:
+        lt.DENSE_ROWS = saved
+    c = kern._device_consts(key.device)  # the store asks by the cache's device: "cuda:0"
+    if which == "old":
+        c["store_rot"] = c["rot"]  # the old store reads [Pi^T, Pi] in fp32
+    cache = ref.allocate(spec, n // spec.block_size, hk, "cuda")
+    for _ in range(3):
+        kern.store(key, val, cache, slots, check=False)
+    ts = []
+    for _ in range(10):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); kern.store(key, val, cache, slots, check=False); b.record(); b.synchronize()
+        ts.append(a.elapsed_time(b) * 1000)
+    m = 4096
+    want = ref.allocate(spec, n // spec.block_size, hk, "cuda")
+    got = ref.allocate(spec, n // spec.block_size, hk, "cuda")
+    kern.store(key[:m], val[:m], got, slots[:m])
+    ref.store(spec, key[:m], val[:m], want, slots[:m])
+    diff = compare_store(spec, got, want, key[:m], slots[:m])
+    rows.append((spec.token, which, bm, warps, str(dtype)[6:], sorted(ts)[5], diff.ok, diff.summary()))
+    print(rows[-1], flush=True)
+
+
+for dtype in (torch.bfloat16, torch.float16):
+    key = torch.randn(n, hk, d, device="cuda", generator=g).to(dtype)
+    val = torch.randn(n, hk, d, device="cuda", generator=g).to(dtype)
+    slots = torch.randperm(n, device="cuda", generator=g).to(torch.int32)
+    cases = [("4bit_nc", "soa"), ("3bit_nc", "aos")] if dtype == torch.bfloat16 else [("4bit_nc", "soa")]
+    for preset, layout in cases:
+        spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=d, rotation="orthogonal")
+        for which, bm, warps in VARIANTS:
+            try:
+                bench(spec, which, bm, warps, dtype, key, val, slots)
+            except Exception as e:  # a shape that does not compile: say so, go on
+                print(spec.token, which, bm, warps, type(e).__name__, str(e)[:200], flush=True)
+    k8 = LayoutSpec.from_preset("k8v4", layout="soa", head_dim=d, rotation="orthogonal")
+    if dtype == torch.bfloat16:
+        for which, bm, warps in VARIANTS[:2]:
+            try:
+                bench(k8, which, bm, warps, dtype, key, val, slots)
+            except Exception as e:
+                print(k8.token, which, bm, warps, type(e).__name__, str(e)[:200], flush=True)
+lt.TEMPLATE_DIR = NEW_DIR
+gb = n * hk * d * 2 * 2 / 1e9  # bf16 key + value read (the slots' bytes come on top)
+print(f"\n| spec | store | rows | warps | keys | median us | K+V read GB/s | store check |\n|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[2] / base.get(r[0], r[2]):.3f} | {r[3]} | {r[4]} |")
+    print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]:.1f} | {gb / r[5] * 1e6:.0f} | "
+          f"{'ok' if r[6] else 'FAIL'}: {r[7]} |")

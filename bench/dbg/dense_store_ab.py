@@ -1,0 +1,117 @@
+"""The dense (orthogonal) rotation's C++ store at head_dim 80 / 96, A/B of source patches in one run (session 56):
+the current rendering against (novfirst) the value row not loaded first (with mb4: session 55's store at 80),
+(vfirst) the value row loaded before the key's rotation, as the fp8 keys' store does
+(TQ_STORE_V_FIRST: its loads in flight across the rotation's barriers), (vpf) an L2 prefetch of the value row's chunks
+at the start (no registers held), and (mbN) the store's __launch_bounds__ minimum at N blocks an SM; a+b: both. 64K tokens x 32
+KV heads, bf16; every arm's cache checked against the reference (compare_store's rule, 4096 tokens) and bit for bit
+against the current rendering. Prints a markdown table last.
+    PYTHONPATH=.:/tmp/pp python bench/dbg/dense_store_ab.py                 # every case and arm
+    ARMS=base,vfirst CASES=4bit_nc:soa:80 ... python bench/dbg/dense_store_ab.py"""
+import os
+import re
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, "bench")
+from cuda_h200 import bench  # noqa: E402
+from tqgen import LayoutSpec  # noqa: E402
+from tqgen import reference as ref  # noqa: E402
+from tqgen.cuda_launch import kernels_from_image  # noqa: E402
+from tqgen.nvrtc import compile_cuda_any  # noqa: E402
+from tqgen.lower_cuda import make_variant as make_cuda, render_cuda  # noqa: E402
+from tqgen.testing import compare_store  # noqa: E402
+
+dev = torch.device("cuda")
+N, HK = 65536, 32
+ARMS = os.environ.get("ARMS", "base,vfirst,vpf,mb5,mb6,vfirst+mb6,vpf+mb6").split(",")
+CASES = os.environ.get("CASES", "4bit_nc:soa:80,3bit_nc:aos:80,k3v4_nc:soa:80,4bit_nc:soa:96,4bit_nc:aos:96").split(",")
+CODE = "  uint32_t code[TQ_EL];\n  {\n    float k[TQ_EL];\n"
+V_IN = "  const uint16_t* const v_in = value + tok * svn + head * svh;\n"
+
+
+def patched(src: str, arm: str) -> str | None:
+    """The rendering with ``arm``'s change, None where it does not apply (already so)."""
+    if arm == "base":
+        return src
+    if "+" in arm:  # (arms together: vfirst+mb6)
+        for a in arm.split("+"):
+            src = patched(src, a) if src is not None else None
+        return src
+    if arm == "vfirst":
+        if "#define TQ_STORE_V_FIRST" in src:
+            return None
+        assert src.count(CODE) == 1
+        return src.replace(CODE, "#define TQ_STORE_V_FIRST 1\n  uint4 v_raw[TQ_EL / 8];\n"
+                                 "  tq_load_row_raw<TQ_VCH>(v_in, j, ok, v_raw);\n" + CODE)
+    if arm == "novfirst":  # (session 56's kernel without its value row first: with mb4, session 55's)
+        out, n = re.subn(r"  // the dense rotation in 16-element lanes.*?\n#define TQ_STORE_V_FIRST 1\n  uint4 v_raw\[TQ_EL / 8\];\n"
+                         r"  tq_load_row_raw<TQ_VCH>\(v_in, j, ok, v_raw\);\n", "", src, flags=re.S)
+        return out if n == 1 else None
+    if arm == "vpf":
+        assert src.count(V_IN) == 1
+        return src.replace(V_IN, V_IN + "  if (ok) {\n#pragma unroll\n    for (int c = 0; c < TQ_EL / TQ_VCH; ++c)\n"
+                           "      asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(v_in + (c * TQ_SR + j) * TQ_VCH));\n  }\n")
+    if arm.startswith("mb"):
+        out, n = re.subn(r"__launch_bounds__\(TQ_ROW_WARPS \* 32(, \d+)?\)\ntq_store",
+                         f"__launch_bounds__(TQ_ROW_WARPS * 32, {arm[2:]})\ntq_store", src)
+        assert n == 2, n
+        return out
+    raise ValueError(arm)
+
+
+def compile_one(job):
+    """(case, arm, source) -> the cubin's bytes (compile_cuda_any: nvcc, else NVRTC), None where the arm is moot."""
+    case, arm, src = job
+    if src is None:
+        return None
+    d = Path(tempfile.mkdtemp())
+    (d / "k.cu").write_text(src)
+    r = compile_cuda_any(d / "k.cu", "sm90", d)
+    assert r.ok, r.log[-2000:]
+    return Path(r.output).read_bytes()
+
+
+variants = {}
+for case in CASES:
+    preset, lay, d = case.split(":")
+    variants[case] = make_cuda(LayoutSpec.from_preset(preset, layout=lay, head_dim=int(d), rotation="orthogonal"), "sm90")
+jobs = [(c, a, patched(render_cuda(variants[c]), a)) for c in CASES for a in ARMS]
+with ThreadPoolExecutor(8) as ex:  # (the compiles first, in parallel)
+    images = dict(zip([(c, a) for c, a, _ in jobs], ex.map(compile_one, jobs)))
+print(f"{len(jobs)} compiles done", flush=True)
+g = torch.Generator(device="cuda").manual_seed(0)
+rows = []
+for case in CASES:
+    preset, lay, d = case.split(":")
+    vc = variants[case]
+    spec = vc.spec
+    key = torch.randn(N, HK, int(d), device=dev, generator=g).to(torch.bfloat16)
+    val = torch.randn(N, HK, int(d), device=dev, generator=g).to(torch.bfloat16)
+    slots = torch.randperm(N, device=dev, generator=g).to(torch.int32)
+    s4 = torch.randperm(4096, device=dev, generator=g).to(torch.int32)  # the check's 4096 tokens, every slot once
+    want = ref.allocate(spec, 4096 // spec.block_size, HK, "cpu")
+    ref.store(spec, key[:4096].cpu(), val[:4096].cpu(), want, s4.cpu())
+    first = None
+    for arm in ARMS:
+        if images[case, arm] is None:
+            continue
+        k = kernels_from_image(vc, images[case, arm], dev)
+        small = ref.allocate(spec, 4096 // spec.block_size, HK, dev)
+        k.store(key[:4096], val[:4096], small, s4)
+        diff = compare_store(spec, small.cpu(), want, key[:4096].cpu(), s4.cpu())
+        first = small if first is None else first
+        cache = ref.allocate(spec, N // spec.block_size, HK, dev)
+        us = bench(lambda: k.store(key, val, cache, slots, check=False))
+        rows.append((case, arm, us, torch.equal(small, first), diff.summary()[:50]))
+        print(rows[-1], flush=True)
+    del key, val, slots
+    torch.cuda.empty_cache()
+
+print("\n| case | arm | median us | vs base | same bytes as base | check |\n|---|---|---|---|---|---|")
+base = {r[0]: r[2] for r in rows if r[1] == "base"}
+for r in rows:
+    print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[2] / base.get(r[0], r[2]):.3f} | {r[3]} | {r[4]} |")
