@@ -62,12 +62,14 @@ def test_reasons_name_what_is_refused():
     assert all("TqDenseSmem<2> dsm" in dq[dt] for dt in ("bf16", "f16")) and "TqDenseSmem<3> dsm" in dq["f32"]
     assert all(f"{n}(" in src for pair in KERNEL_NAMES.values() for n in pair)
     assert src.count("TqLayout L, const uint2* __restrict__ rot)") == 5  # store bf16 / f16, dequant bf16 / f16 / f32
-    # bf16 keys' rows as loaded (one part), fp16 keys' two parts, the dequant's three (two for 16-bit outputs)
-    assert "tq_dense_rotate<1, true>(" in src and "tq_dense_rotate<2>(" in src
+    # bf16 keys' rows as loaded (one part), fp16 keys' two parts, each by two of Πᵀ's parts (Lloyd-Max codes: a flip
+    # only within testing.DENSE_FLIP_DELTA of a midpoint); the dequant's three (two for 16-bit outputs)
+    assert "tq_dense_rotate<1, true, 2>(" in src and "tq_dense_rotate<2, false, 2>(" in src
     assert "tq_dense_rotate<OT == 2 ? 3 : 2, false, OT == 2 ? 3 : 2>(" in src
     fp8 = render_cuda(make_variant(LayoutSpec.from_preset("k8v4", head_dim=96, rotation="orthogonal", rotation_seed=3),
                                    "sm90"))
-    assert "tq_dense_rotate<BF16 ? 1 : 2>(" in fp8 and "tq_dense_rotate<1, true>" not in fp8  # (±inf clamped first)
+    # rotated fp8 keys: three of Πᵀ's parts (the fp8 byte's rounding tie band, FP8_TIE_REL, is fp32's)
+    assert "tq_dense_rotate<BF16 ? 1 : 2>(" in fp8 and "tq_dense_rotate<1, true" not in fp8  # (±inf clamped first)
     # the dequant's lane kernel cannot (a block's rows rotate together)
     with pytest.raises(SpecError, match=r"dequant_rows=0 not supported: 1 or more. the dense rotation's dequant"):
         make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["dequant_rows=0"]))

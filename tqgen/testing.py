@@ -5,7 +5,8 @@ elementwise IEEE operations and must be byte-identical. Lloyd-Max key indices co
 rotation whose fp32 summation order differs between backends (reference: a GEMM; Triton: a
 fast Walsh-Hadamard transform; |Δy| ≤ log2(D)·2^-24·‖x̂‖₁/√D < 1e-6 for unit x̂), so an index may
 differ by one where the rotated coordinate lies within ``FLIP_DELTA`` = 1e-5 of the decision
-midpoint; the stored fp16 norm may differ by one fp16 ulp (its fp32 sum of squares is ordered
+midpoint (``DENSE_FLIP_DELTA`` for the orthogonal rotation, whose C++ store multiplies by two bf16 parts of Πᵀ); the
+stored fp16 norm may differ by one fp16 ulp (its fp32 sum of squares is ordered
 differently) — for a folded slot with such a flip, one ulp from the fold of the codes it stored.
 Rotated fp8 keys (fp8 of y = k·Πᵀ) are likewise summed in a different order: a byte may be the
 neighbouring fp8 value where y lies within ``FP8_TIE_REL``·(|midpoint| + ‖k‖/√D) of the two values'
@@ -30,6 +31,12 @@ from .ir import LayoutSpec, Rotation, rotation_at
 from .layout import derive_layout
 
 FLIP_DELTA = 1e-5
+# The orthogonal (dense) rotation's C++ store takes y = x·Πᵀ from two bf16 parts of Πᵀ (b0 + b1, each part within
+# 2^-8 of its rest: |Π - b0 - b1| <= 2^-16·|Π|), so |Δy_j| <= 2^-16·Σ|x_i||Π_ji| <= 2^-16·‖x‖·‖Π_j‖ = 2^-16 for the unit
+# x (Cauchy-Schwarz); fp16 keys enter as two parts a0 + a1 (|a1| <= 2^-8·|x|) whose a1·b1 it drops: 2^-16 more; the
+# fp32 sums' rounding (ten accumulations of 2^-23 at most, ~1.2e-6) and the reference's own below that:
+# 2^-15 + 2e-6 < 4e-5
+DENSE_FLIP_DELTA = 4e-5
 FP8_TIE_REL = 1e-5  # rotated fp8 keys: a byte may round the other way within this relative distance of a tie
 
 
@@ -138,8 +145,9 @@ def compare_store(spec: LayoutSpec, got: torch.Tensor, want: torch.Tensor, key: 
             mid = torch.from_numpy(lloyd_max(spec.head_dim, spec.key_bits).midpoints.copy()).double().to(kk.device)
             d = diff[flipped_slot]
             lo = torch.minimum(cg[flipped_slot], cw[flipped_slot])
+            band = DENSE_FLIP_DELTA if spec.rotation is Rotation.ORTHOGONAL else FLIP_DELTA
             near = ((cg[flipped_slot] - cw[flipped_slot]).abs() == 1) & \
-                   ((y - mid[lo.clamp(max=mid.numel() - 1)]).abs() <= FLIP_DELTA)
+                   ((y - mid[lo.clamp(max=mid.numel() - 1)]).abs() <= band)
             bad = d & ~near
             out.index_flips = int((d & near).sum())
             if bool(bad.any()):

@@ -2,8 +2,10 @@
 the current rendering against (novfirst) the value row not loaded first (with mb4: session 55's store at 80),
 (vfirst) the value row loaded before the key's rotation, as the fp8 keys' store does
 (TQ_STORE_V_FIRST: its loads in flight across the rotation's barriers), (vpf) an L2 prefetch of the value row's chunks
-at the start (no registers held), and (mbN) the store's __launch_bounds__ minimum at N blocks an SM; a+b: both. 64K tokens x 32
-KV heads, bf16; every arm's cache checked against the reference (compare_store's rule, 4096 tokens) and bit for bit
+at the start (no registers held), and (q2 / q3, session 57) Lloyd-Max keys rotated by two / three
+of Πᵀ's bf16 parts, (unroll) the rotation's k-chunk loop unrolled, (nomma / norot: timing only, the caches wrong) the
+rotation without its products / not called, (mbN) the store's __launch_bounds__ minimum at N blocks an SM; a+b: both. 64K tokens x 32
+KV heads, bf16 (DT=f16: fp16); every arm's cache checked against the reference (compare_store's rule, 4096 tokens) and bit for bit
 against the current rendering. Prints a markdown table last.
     PYTHONPATH=.:/tmp/pp python bench/dbg/dense_store_ab.py                 # every case and arm
     ARMS=base,vfirst CASES=4bit_nc:soa:80 ... python bench/dbg/dense_store_ab.py"""
@@ -26,6 +28,7 @@ from tqgen.lower_cuda import make_variant as make_cuda, render_cuda  # noqa: E40
 from tqgen.testing import compare_store  # noqa: E402
 
 dev = torch.device("cuda")
+DT = {"bf16": torch.bfloat16, "f16": torch.float16}[os.environ.get("DT", "bf16")]  # the inputs' dtype
 N, HK = 65536, 32
 ARMS = os.environ.get("ARMS", "base,vfirst,vpf,mb5,mb6,vfirst+mb6,vpf+mb6").split(",")
 CASES = os.environ.get("CASES", "4bit_nc:soa:80,3bit_nc:aos:80,k3v4_nc:soa:80,4bit_nc:soa:96,4bit_nc:aos:96").split(",")
@@ -55,6 +58,23 @@ def patched(src: str, arm: str) -> str | None:
         assert src.count(V_IN) == 1
         return src.replace(V_IN, V_IN + "  if (ok) {\n#pragma unroll\n    for (int c = 0; c < TQ_EL / TQ_VCH; ++c)\n"
                            "      asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(v_in + (c * TQ_SR + j) * TQ_VCH));\n  }\n")
+    if arm == "q2":  # (session 57) Lloyd-Max keys' rotation from two of Πᵀ's bf16 parts, not three
+        out = src.replace("tq_dense_rotate<1, true>(k,", "tq_dense_rotate<1, true, 2>(k,").replace(
+            "tq_dense_rotate<2>(k,", "tq_dense_rotate<2, false, 2>(k,")
+        return out if out != src else None
+    if arm == "q3":  # (session 57) ... three (the store before session 57)
+        out = src.replace("tq_dense_rotate<1, true, 2>(k,", "tq_dense_rotate<1, true>(k,").replace(
+            "tq_dense_rotate<2, false, 2>(k,", "tq_dense_rotate<2>(k,")
+        return out if out != src else None
+    if arm == "unroll":  # (session 57) tq_dense_rotate's k-chunk loop unrolled (the store and the dequant)
+        out = src.replace("#pragma unroll 1  // (unrolled, sm80's", "#pragma unroll  // (unrolled, sm80's")
+        return out if out != src else None
+    if arm == "nomma":  # (session 57, timing only: wrong caches) the rotation without its products (no B loads)
+        out = src.replace("  for (int kc = 0; kc < KC; ++kc) {", "  for (int kc = 0; kc < 0; ++kc) {")
+        return out if out != src else None
+    if arm == "norot":  # (session 57, timing only: wrong caches) the store's Lloyd-Max keys not rotated at all
+        out = re.sub(r"tq_dense_rotate<(1, true|2, false), 2>\(k,[^;]*;", ";", src)
+        return out if out != src else None
     if arm.startswith("mb"):
         out, n = re.subn(r"__launch_bounds__\(TQ_ROW_WARPS \* 32(, \d+)?\)\ntq_store",
                          f"__launch_bounds__(TQ_ROW_WARPS * 32, {arm[2:]})\ntq_store", src)
@@ -89,8 +109,8 @@ for case in CASES:
     preset, lay, d = case.split(":")
     vc = variants[case]
     spec = vc.spec
-    key = torch.randn(N, HK, int(d), device=dev, generator=g).to(torch.bfloat16)
-    val = torch.randn(N, HK, int(d), device=dev, generator=g).to(torch.bfloat16)
+    key = torch.randn(N, HK, int(d), device=dev, generator=g).to(DT)
+    val = torch.randn(N, HK, int(d), device=dev, generator=g).to(DT)
     slots = torch.randperm(N, device=dev, generator=g).to(torch.int32)
     s4 = torch.randperm(4096, device=dev, generator=g).to(torch.int32)  # the check's 4096 tokens, every slot once
     want = ref.allocate(spec, 4096 // spec.block_size, HK, "cpu")
@@ -106,7 +126,7 @@ for case in CASES:
         first = small if first is None else first
         cache = ref.allocate(spec, N // spec.block_size, HK, dev)
         us = bench(lambda: k.store(key, val, cache, slots, check=False))
-        rows.append((case, arm, us, torch.equal(small, first), diff.summary()[:50]))
+        rows.append((case, arm, us, torch.equal(small, first), diff.summary()[:110]))
         print(rows[-1], flush=True)
     del key, val, slots
     torch.cuda.empty_cache()
