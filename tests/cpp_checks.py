@@ -85,6 +85,21 @@ D80_STORE = [v for v in D80 if (v.spec.layout.value, v.spec.key_bits, v.spec.val
              in (("soa", 4, 4), ("aos", 3, 3), ("soa", 8, 4))]
 
 
+def _rounds(preset: str, layout: str, head_dim: int, rounds: int):
+    spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=head_dim, rotation="orthogonal")
+    return make_variant(spec, "sm90", options=cuda_options(spec, Target.SM90).with_changes([f"store_rounds={rounds}"]))
+
+
+# the dense store's rounds (CudaOptions.store_rounds: a block's rounds of rows through one rotation): head_dim 80's 4
+# (96 rows, 6 m-tiles, no pad rows), 96's 2 (80 rows, 5 m-tiles)
+ROUNDS = [_rounds("4bit_nc", "soa", 80, 4), _rounds("3bit_nc", "aos", 80, 4), _rounds("k3v4_nc", "aos", 96, 2)]
+
+
+def rounds_id(v) -> str:
+    """A test id: the variant's, with its store rounds where it has them (-k rounds selects those)."""
+    return v.id + (f"-rounds{v.options.store_rounds}" if v.options.store_rounds > 1 else "")
+
+
 def sm90_variants(*cases) -> list:
     """sm90 variants of (preset, layout, head_dim) cases."""
     return [make_variant(LayoutSpec.from_preset(p, layout=lay, head_dim=d), "sm90") for p, lay, d in cases]
@@ -230,6 +245,24 @@ def check_store_special_values(run: Runner, variant, dtype) -> None:
         kern.store(view, value, cache, slots)
 
     diff = special_store_diff(store, variant.spec, dtype, run.dev)
+    assert diff.ok, diff.summary()
+
+
+def check_store_rows(run: Runner, variant, dtype, tokens: int = 70, heads: int = 3) -> None:
+    """A store of ``tokens`` x ``heads`` rows (several blocks, the last one partial; a padding slot among them, shuffled
+    slots) against the reference store (compare_store's rule)."""
+    kern = run.load(variant)
+    spec, g = variant.spec, torch.Generator().manual_seed(3)
+    key = (torch.randn(tokens, heads, spec.head_dim, generator=g) * 3).to(dtype)
+    value = torch.randn(tokens, heads, spec.head_dim, generator=g).to(dtype)
+    blocks = -(-tokens // spec.block_size) + 2
+    slots = torch.randperm(blocks * spec.block_size, generator=g)[:tokens]
+    slots[tokens // 2] = -1
+    got = ref.allocate(spec, blocks, heads, run.dev)
+    kern.store(key.to(run.dev), value.to(run.dev), got, slots.to(run.dev))
+    want = ref.allocate(spec, blocks, heads, "cpu")
+    ref.store(spec, key, value, want, slots)
+    diff = compare_store(spec, got.cpu(), want, key, slots)
     assert diff.ok, diff.summary()
 
 

@@ -14,8 +14,8 @@ import torch
 import cpp_checks as cc
 import toolchain
 from cpp_checks import (BALANCED_CASES, Runner, balanced_lens, check_balanced_decode, check_decode_past_64_splits,
-                        check_dequant, check_merge_kernels, check_moving_maximum, check_store_special_values,
-                        check_unwritten_slots, check_variant)
+                        check_dequant, check_merge_kernels, check_moving_maximum, check_store_rows,
+                        check_store_special_values, check_unwritten_slots, check_variant)
 from tqgen import LayoutSpec, cpu_sim
 from tqgen.build import default_matrix
 from tqgen.ir import Backend, Target, Vendor
@@ -196,10 +196,19 @@ def test_block_sizes_match_reference(variant):
 
 
 @pytest.mark.parametrize("variant", DISTINCT + HIP_ROTATED_FP8 + HIP_D64[1:2] + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8
-                         + DENSE_STORE + HIP_D96[:2] + cc.D80_STORE[:2] + HIP_D80[:1], ids=lambda v: v.id)
+                         + DENSE_STORE + HIP_D96[:2] + cc.D80_STORE[:2] + HIP_D80[:1] + cc.ROUNDS, ids=cc.rounds_id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_store_special_values(variant, dtype):
     check_store_special_values(sim_runner(), variant, dtype)
+
+
+@pytest.mark.parametrize("variant", cc.ROUNDS, ids=cc.rounds_id)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_store_rounds_match_reference(variant, dtype):
+    """The dense store's rounds (CudaOptions.store_rounds: every round's rows through one rotation, then a round at a
+    time back): 210 rows in 3 blocks of 96 (head_dim 80, 4 rounds) or 80 (96, 2 rounds), the last partial, a padding
+    slot, against the reference store (compare_store's rule)."""
+    check_store_rows(sim_runner(), variant, dtype)
 
 
 @pytest.mark.parametrize("target", ["gfx942", "sm90"])
@@ -374,7 +383,8 @@ def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dic
 
 @pytest.mark.parametrize("variant", DISTINCT + HIP_D64 + HIP_ROTATED_FP8 + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64
                          + cc.GROUPED + [LANE_DEQUANT] + DENSE_STORE[:1] + HIP_D96[:1]
-                         + [_cpp("3bit_nc", "soa", 96, rotation="orthogonal")] + cc.D80_STORE[1:2], ids=lambda v: v.id)
+                         + [_cpp("3bit_nc", "soa", 96, rotation="orthogonal")] + cc.D80_STORE[1:2] + cc.ROUNDS[:1],
+                         ids=cc.rounds_id)
 def test_schedules_write_the_same_bytes(variant):
     """The race check: every kernel (store bf16 / fp16, decode plain / sinks + window / balanced, merge, dequant rows
     or lane kernel) writes the same bytes under the default schedule and under each wavefront-at-a-time schedule

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D80, D80_STORE, D96, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
-                        PAST_64, PORTABLE, ROTATED_FP8, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
+                        PAST_64, PORTABLE, ROTATED_FP8, ROUNDS, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
                         check_decode_past_64_splits, check_dequant, check_merge_kernels, check_moving_maximum,
-                        check_store_special_values, check_unwritten_slots, check_variant, cuda_runner)
+                        check_store_rows, check_store_special_values, rounds_id, check_unwritten_slots, check_variant, cuda_runner)
 from tqgen import LayoutSpec
 from tqgen.lower_cuda import make_variant
 
@@ -43,12 +43,20 @@ def test_variant_matches_reference(variant):
                   short_first=[4099, 16, 1000] if variant.kind == "portable" else None)
 
 
-@pytest.mark.parametrize("variant", SM90 + PORTABLE + ROTATED_FP8 + D80_STORE, ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", SM90 + PORTABLE + ROTATED_FP8 + D80_STORE + ROUNDS, ids=rounds_id)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_store_special_values(variant, dtype):
     """NaN, ±inf, huge, saturating, signed-zero and tie inputs store what the reference stores (compare_store's rule),
     from a strided, offset view on the device (cpp_checks.check_store_special_values)."""
     check_store_special_values(cuda_runner(), variant, dtype)
+
+
+@pytest.mark.parametrize("variant", ROUNDS, ids=rounds_id)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_store_rounds_match_reference(variant, dtype):
+    """The dense store's rounds (CudaOptions.store_rounds): several blocks of rounds, the last partial, a padding slot
+    (cpp_checks.check_store_rows)."""
+    check_store_rows(cuda_runner(), variant, dtype, tokens=700, heads=8)
 
 
 @pytest.mark.parametrize("head_dim", [128, 64, 256, 96, 80])

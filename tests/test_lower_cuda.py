@@ -80,6 +80,39 @@ def test_reasons_name_what_is_refused():
         make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["row_warps=8"]))
 
 
+def test_store_rounds_render_and_refuse():
+    """CudaOptions.store_rounds: the dense store of Lloyd-Max keys takes a block's rounds of rows through one rotation
+    (head_dim 80, 4 rounds: 96 rows in 6 m-tiles x 2 groups of 5 n-tiles, 3 units a warp, no pad rows; 96, 2 rounds:
+    80 rows, 5 m-tiles x 4 groups, 5 a warp), and the launcher's rows a block follow; the default (1) renders no rounds;
+    fp8 keys and the Hadamard rotations ignore it (store_rounds()), counts whose units do not deal evenly (80 with 2:
+    3 m-tiles) and AMD targets refuse it."""
+    from tqgen.lower_cuda import store_rounds
+    d80 = LayoutSpec.from_preset("4bit_nc", head_dim=80, rotation="orthogonal")
+    o4 = cuda_options(d80, Target.SM90).with_changes(["store_rounds=4"])
+    assert dense_store_units(80, 4, 4) == (6, 2) and dense_store_units(80, 4, 2) is None
+    assert dense_store_units(96, 4, 2) == (5, 4)
+    src = render_cuda(make_variant(d80, "sm90", options=o4))
+    for define in ("TQ_DRR_ROUNDS 4", "TQ_DRR_ROWS 96", "TQ_DRR_MT 6", "TQ_DRR_NSPLIT 2", "TQ_DRR_NPU 5", "TQ_DRR_UPW 3"):
+        assert f"#define {define} " in src or f"#define {define}\n" in src, define
+    assert src.count("tq_store_rounds_impl<") == 2 and "__shared__ TqDenseSmemR<2> dsm;" in src
+    assert "#define TQ_STORE_V_FIRST 1" not in src  # (no value row held across the rounds)
+    assert "tq_store_rounds_impl" not in render_cuda(make_variant(d80, "sm90"))
+    assert store_rounds(d80, o4) == 4
+    fp8 = LayoutSpec.from_preset("k8v4", head_dim=80, rotation="orthogonal")
+    o8 = cuda_options(fp8, Target.SM90).with_changes(["store_rounds=4"])
+    assert store_rounds(fp8, o8) == 1 and "tq_store_rounds_impl<" not in render_cuda(make_variant(fp8, "sm90", options=o8))
+    with pytest.raises(SpecError, match=r"store_rounds=2 not supported: one of 1. the rounds' m-tiles"):
+        make_variant(d80, "sm90", options=o4.with_changes(["store_rounds=2"]))
+    with pytest.raises(SpecError, match=r"store_rounds=4 not supported: one of 1. the store's rounds are built for NVIDIA"):
+        make_variant(d80, "gfx942", options=cuda_options(d80, Target.GFX942).with_changes(["store_rounds=4"]))
+    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")  # 4 rounds: 160 rows, 65 KB
+    with pytest.raises(SpecError, match=r"store_rounds=4 not supported: one of 1. the rounds' rows in shared memory "
+                                        r"\(66560 bytes"):
+        make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["store_rounds=4"]))
+    with pytest.raises(SpecError, match=r"store_rounds=3 not supported: one of 1, 2, 4"):
+        make_variant(d80, "sm90", options=o4.with_changes(["store_rounds=3"]))
+
+
 def test_fractional_value_eighths_take_line_loads():
     """3-bit values at head_dim 96: an eighth of a token's value codes (a decode thread's) is 36 bits, 4.5 bytes at
     half-byte offsets (value_eighth: the 5 bytes from the eighth's first byte). No per-thread cp.async pieces (not

@@ -29,7 +29,7 @@ from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_GROUPS_MANY_FROM, MERGE_ROWS, QUERIES_PER_WARP,
                          decode_dynamic_smem, dense_rotation, layout_params,
-                         make_variant, merge_groups_many, store_lanes)
+                         make_variant, merge_groups_many, store_lanes, store_rounds)
 from .build import source_name, user_cache, variant_dir
 from .tuning import generation as tuning_generation, sm_count, split_cap, tuned_splits
 from .variants import Variant
@@ -486,7 +486,7 @@ class CudaKernels:
             raise ValueError(f"store: {n} tokens x {hk} heads = {rows} rows; the CUDA store indexes rows with 32 bits "
                              f"(at most {2**31 - 1}). Store in chunks of fewer tokens.")
         warps = self.variant.options.row_warps
-        per_block = warps * (32 // store_lanes(d))  # rows per block
+        per_block = store_rounds(self.spec, self.variant.options) * warps * (32 // store_lanes(d))  # rows per block
         values = (key.data_ptr(), value.data_ptr(), cache.data_ptr(), slots.data_ptr(), int(slots.element_size() == 8),
                   rows, hk, key.stride(0), key.stride(1), value.stride(0), value.stride(1), *self._layout(hk))
         values, params = self._rotated_args("store", values, cache.device)

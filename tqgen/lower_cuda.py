@@ -346,6 +346,12 @@ class CudaOptions:
     # h200-2026-12-04-dequant-rows.md). One round by default: 2 only where measured to gain (an sm90 override; below
     # sm90 unmeasured, and 2 spilled 12 bytes in sm80's software fp8 decode); AMD targets too (unmeasured there)
     dequant_rows: int = 1
+    # the dense rotation's store of Lloyd-Max keys: R rounds of the block's rows rotated together
+    # (tq_store_rounds_impl), so each k-chunk's B fragments serve R times the rows (head_dim 80 with 4: 96 rows in 6
+    # m-tiles, 3 a warp, no pad rows: a quarter of the B-fragment reads a row; 96 with 2: 80 rows, 5 a warp); 1: a
+    # rotation a round (tq_store_impl). Session 57, CPU only (simulator, NVRTC: 125-128 registers, 4 blocks an SM):
+    # not timed on a GPU yet (bench/dbg/session57c.sh), so 1 everywhere
+    store_rounds: int = 1
     tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
     q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed
     stages: int = 3  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
@@ -392,6 +398,11 @@ class CudaOptions:
                 r.append(Reason(name, v, list(WARP_COUNTS)))
         if self.dequant_tokens not in (1, 2, 4, 8, 16):
             r.append(Reason("dequant_tokens", self.dequant_tokens, [1, 2, 4, 8, 16]))
+        if self.store_rounds not in (1, 2, 4):
+            r.append(Reason("store_rounds", self.store_rounds, [1, 2, 4]))
+        if self.store_rounds > 1 and target.info.vendor is not Vendor.NVIDIA:
+            r.append(Reason("store_rounds", self.store_rounds, [1], "the store's rounds are built for NVIDIA targets only "
+                                                                     "(hipcc spilled gfx942's at head_dim 80)"))
         if self.dequant_rows not in (0, 1, 2, 4):
             r.append(Reason("dequant_rows", self.dequant_rows, [0, 1, 2, 4],
                             "rounds of rows a warp in the rows dequant; 0 runs the lane kernel instead"))
@@ -766,17 +777,25 @@ def bucket_grid(head_dim: int, bits: int) -> dict[str, Any]:
             "c2_middle": _f32(c[half] ** 2), "c2_first": _f32(c[0] ** 2)}
 
 
-def dense_store_units(head_dim: int, row_warps: int) -> tuple[int, int] | None:
+def dense_store_units(head_dim: int, row_warps: int, rounds: int = 1) -> tuple[int, int] | None:
     """The dense rotation's store and rows dequant (``tq_dense_rotate``): a block's rows (row_warps x 32 /
     store_lanes) in m-tiles of 16, each split into n-tile groups so that every warp takes the same number of (m-tile,
     n-group) units: (m-tiles, groups an m-tile), the fewest groups that deal evenly (head_dim 96 on 4 warps: 40 rows,
     3 m-tiles x 4 groups of 3 n-tiles, 3 units a warp); None where no count does (96 on 8 warps: 5 m-tiles of 12
     n-tiles). The groups divide row_warps, so a warp's units share one n-tile group (warp % groups) and each k-chunk's
     B fragments serve them all."""
-    rows = row_warps * (32 // store_lanes(head_dim))
+    rows = rounds * row_warps * (32 // store_lanes(head_dim))
     mt, nt = -(-rows // 16), head_dim // 8
     return next(((mt, s) for s in range(1, nt + 1) if nt % s == 0 and row_warps % s == 0 and mt * s % row_warps == 0),
                 None)
+
+
+STORE_ROUNDS_SMEM = 44 * 1024  # the store's rounds: the rotation's shared memory at most (static: 48 KB a block)
+
+
+def dense_smem_bytes(head_dim: int, m_tiles: int, parts: int) -> int:
+    """``TqDenseSmemT<parts, m_tiles>``'s bytes: the rows' bf16 parts at a pitch of D + 8, or y's floats at D + 4."""
+    return max(parts * m_tiles * 16 * (head_dim + 8) * 2, m_tiles * 16 * (head_dim + 4) * 4)
 
 
 def row_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
@@ -789,6 +808,15 @@ def row_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
         ok = [w for w in WARP_COUNTS if dense_store_units(spec.head_dim, w)]
         r.append(Reason("row_warps", options.row_warps, ok, f"the dense rotation deals a block's m-tiles x n-tiles "
                         f"evenly to its warps (head_dim {spec.head_dim})"))
+    if dense and store_rounds(spec, options) > 1:
+        units = dense_store_units(spec.head_dim, options.row_warps, options.store_rounds)
+        if not units:
+            r.append(Reason("store_rounds", options.store_rounds, [1], f"the rounds' m-tiles x n-tiles deal evenly to "
+                            f"the block's warps (head_dim {spec.head_dim})"))
+        elif dense_smem_bytes(spec.head_dim, units[0], 2) > STORE_ROUNDS_SMEM:
+            r.append(Reason("store_rounds", options.store_rounds, [1], f"the rounds' rows in shared memory "
+                            f"({dense_smem_bytes(spec.head_dim, units[0], 2)} bytes for fp16 keys) stay within "
+                            f"{STORE_ROUNDS_SMEM} (a block's static 48 KB, the codebook's table beside them)"))
     if not options.dequant_rows and (dense or spec.head_dim % 32):
         r.append(Reason("dequant_rows", 0, "1 or more", "the dense rotation's dequant is the rows kernel (a block's rows "
                         "rotated together), not the lane kernel" if dense else
@@ -797,11 +825,18 @@ def row_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
     return r
 
 
+def store_rounds(spec: LayoutSpec, options: CudaOptions) -> int:
+    """Rounds of a store block's rows (the launcher's rows a block: rounds x row_warps x 32 / store_lanes): the
+    option for the dense rotation's Lloyd-Max keys, else 1."""
+    return options.store_rounds if dense_rotation(spec) and not spec.key_codec.is_fp8 else 1
+
+
 def _store_ctx(spec: LayoutSpec, options: CudaOptions, platform: Platform) -> dict[str, Any]:
     kbits = 8 if spec.key_codec.is_fp8 else spec.key_bits
     el = store_elems(spec.head_dim)
     kch, vch = store_chunk(kbits, el), store_chunk(spec.value_bits, el)
-    v_first = platform.name == "cuda" and el == 16 and dense_rotation(spec) and not spec.key_codec.is_fp8
+    rounds = store_rounds(spec, options)
+    v_first = platform.name == "cuda" and el == 16 and dense_rotation(spec) and not spec.key_codec.is_fp8 and rounds == 1
     return {
         "lanes": store_lanes(spec.head_dim), "elems": el, "kch": kch, "vch": vch,
         # __launch_bounds__' minimum blocks: at 16-element lanes on NVIDIA STORE_MIN_BLOCKS_16, or where the dense
@@ -815,14 +850,16 @@ def _store_ctx(spec: LayoutSpec, options: CudaOptions, platform: Platform) -> di
         "v_align": min(field_alignment(spec, "v_data"), 16, pow2_divisor(vch * spec.value_bits // 8)),
         "grid": None if spec.key_codec.is_fp8 else bucket_grid(spec.head_dim, spec.key_bits),
         "dense": _dense_plan(spec.head_dim, options.row_warps) if dense_rotation(spec) else None,
+        "rounds": rounds,
+        "dense_r": _dense_plan(spec.head_dim, options.row_warps, rounds) if rounds > 1 else None,
     }
 
 
-def _dense_plan(head_dim: int, row_warps: int) -> dict[str, int]:
+def _dense_plan(head_dim: int, row_warps: int, rounds: int = 1) -> dict[str, int]:
     """``tq_dense_rotate``'s constants (``dense_store_units``): rows a block, its m-tiles, n-tile groups an m-tile,
     n-tiles a unit, units a warp."""
-    mt, groups = dense_store_units(head_dim, row_warps)
-    return {"rows": row_warps * (32 // store_lanes(head_dim)), "mt": mt, "groups": groups,
+    mt, groups = dense_store_units(head_dim, row_warps, rounds)
+    return {"rows": rounds * row_warps * (32 // store_lanes(head_dim)), "mt": mt, "groups": groups,
             "npu": head_dim // 8 // groups, "upw": mt * groups // row_warps}
 
 

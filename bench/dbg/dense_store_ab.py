@@ -24,7 +24,8 @@ from tqgen import LayoutSpec  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.cuda_launch import kernels_from_image  # noqa: E402
 from tqgen.nvrtc import compile_cuda_any  # noqa: E402
-from tqgen.lower_cuda import make_variant as make_cuda, render_cuda  # noqa: E402
+from tqgen.ir import Target  # noqa: E402
+from tqgen.lower_cuda import cuda_options, make_variant as make_cuda, render_cuda  # noqa: E402
 from tqgen.testing import compare_store  # noqa: E402
 
 dev = torch.device("cuda")
@@ -95,11 +96,23 @@ def compile_one(job):
     return Path(r.output).read_bytes()
 
 
-variants = {}
-for case in CASES:
+def arm_variant(case: str, arm: str):
+    """The case's sm90 variant; an arm with rN (session 57): CudaOptions.store_rounds=N (its own rendering and launch:
+    rows a block x N), the arm's other parts patched into that rendering."""
     preset, lay, d = case.split(":")
-    variants[case] = make_cuda(LayoutSpec.from_preset(preset, layout=lay, head_dim=int(d), rotation="orthogonal"), "sm90")
-jobs = [(c, a, patched(render_cuda(variants[c]), a)) for c in CASES for a in ARMS]
+    spec = LayoutSpec.from_preset(preset, layout=lay, head_dim=int(d), rotation="orthogonal")
+    rounds = [a[1:] for a in arm.split("+") if re.fullmatch(r"r\d", a)]
+    opts = cuda_options(spec, Target.SM90).with_changes([f"store_rounds={rounds[0]}"]) if rounds else None
+    return make_cuda(spec, "sm90", options=opts)
+
+
+def arm_source(case: str, arm: str) -> str | None:
+    rest = "+".join(a for a in arm.split("+") if not re.fullmatch(r"r\d", a)) or "base"
+    return patched(render_cuda(arm_variant(case, arm)), rest)
+
+
+variants = {(c, a): arm_variant(c, a) for c in CASES for a in ARMS}
+jobs = [(c, a, arm_source(c, a)) for c in CASES for a in ARMS]
 with ThreadPoolExecutor(8) as ex:  # (the compiles first, in parallel)
     images = dict(zip([(c, a) for c, a, _ in jobs], ex.map(compile_one, jobs)))
 print(f"{len(jobs)} compiles done", flush=True)
@@ -107,8 +120,7 @@ g = torch.Generator(device="cuda").manual_seed(0)
 rows = []
 for case in CASES:
     preset, lay, d = case.split(":")
-    vc = variants[case]
-    spec = vc.spec
+    spec = variants[case, ARMS[0]].spec
     key = torch.randn(N, HK, int(d), device=dev, generator=g).to(DT)
     val = torch.randn(N, HK, int(d), device=dev, generator=g).to(DT)
     slots = torch.randperm(N, device=dev, generator=g).to(torch.int32)
@@ -119,7 +131,7 @@ for case in CASES:
     for arm in ARMS:
         if images[case, arm] is None:
             continue
-        k = kernels_from_image(vc, images[case, arm], dev)
+        k = kernels_from_image(variants[case, arm], images[case, arm], dev)
         small = ref.allocate(spec, 4096 // spec.block_size, HK, dev)
         k.store(key[:4096], val[:4096], small, s4)
         diff = compare_store(spec, small.cpu(), want, key[:4096].cpu(), s4.cpu())
