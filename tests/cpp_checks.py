@@ -95,9 +95,22 @@ def _rounds(preset: str, layout: str, head_dim: int, rounds: int):
 ROUNDS = [_rounds("4bit_nc", "soa", 80, 4), _rounds("3bit_nc", "aos", 80, 4), _rounds("k3v4_nc", "aos", 96, 2)]
 
 
+def _dq_rounds(preset: str, layout: str, head_dim: int, rounds: int, **kw):
+    spec = LayoutSpec.from_preset(preset, layout=layout, head_dim=head_dim, rotation="orthogonal", **kw)
+    return make_variant(spec, "sm90", options=cuda_options(spec, Target.SM90).with_changes([f"dequant_rounds={rounds}"]))
+
+
+# the dense rows dequant's rounds (CudaOptions.dequant_rounds: a block's rounds of rows through one rotation for bf16 /
+# fp16 outputs, fp32 one round): head_dim 80's 4 (96 rows, 6 m-tiles), 96's 2 (80 rows, 5 m-tiles); 3- and 4-bit
+# Lloyd-Max keys, rotated fp8 keys
+DQ_ROUNDS = [_dq_rounds("4bit_nc", "soa", 80, 4), _dq_rounds("3bit_nc", "aos", 80, 4),
+             _dq_rounds("k3v4_nc", "aos", 96, 2), _dq_rounds("k8v4", "aos", 80, 4, rotation_seed=3)]
+
+
 def rounds_id(v) -> str:
-    """A test id: the variant's, with its store rounds where it has them (-k rounds selects those)."""
-    return v.id + (f"-rounds{v.options.store_rounds}" if v.options.store_rounds > 1 else "")
+    """A test id: the variant's, with its store or dequant rounds where it has them (-k rounds selects those)."""
+    return v.id + (f"-rounds{v.options.store_rounds}" if v.options.store_rounds > 1 else "") + (
+        f"-dqrounds{v.options.dequant_rounds}" if v.options.dequant_rounds > 1 else "")
 
 
 def sm90_variants(*cases) -> list:

@@ -260,6 +260,15 @@ def test_dequant_kernels_match_reference(variant):
     check_dequant(sim_runner(), variant, shapes=cc.SIM_DEQUANT_SHAPES)
 
 
+@pytest.mark.parametrize("variant", cc.DQ_ROUNDS, ids=cc.rounds_id)
+def test_dequant_rounds_match_reference(variant):
+    """The dense rows dequant's rounds (CudaOptions.dequant_rounds: bf16 / fp16 outputs' rows of every round through
+    one rotation, fp32 outputs one round a warp and the launcher's grid per output type) against the reference:
+    check_dequant's tolerances (one bf16 / fp16 rounding; fp32 1e-5), zeros past each length and up to a longer
+    max_len, partial blocks and rounds past the end."""
+    check_dequant(sim_runner(), variant, shapes=cc.SIM_DEQUANT_SHAPES)
+
+
 # ------------------------------------------------------------------------------ the simulator itself
 PRIMITIVES = r"""
 #include <hip/hip_runtime.h>
@@ -383,7 +392,8 @@ def _outputs_by_schedule(kern, variant, shape, schedules=SCHEDULES) -> tuple[dic
 
 @pytest.mark.parametrize("variant", DISTINCT + HIP_D64 + HIP_ROTATED_FP8 + cc.SM90 + cc.PORTABLE + cc.ROTATED_FP8 + cc.D64
                          + cc.GROUPED + [LANE_DEQUANT] + DENSE_STORE[:1] + HIP_D96[:1]
-                         + [_cpp("3bit_nc", "soa", 96, rotation="orthogonal")] + cc.D80_STORE[1:2] + cc.ROUNDS[:1],
+                         + [_cpp("3bit_nc", "soa", 96, rotation="orthogonal")] + cc.D80_STORE[1:2] + cc.ROUNDS[:1]
+                         + cc.DQ_ROUNDS[1:2],
                          ids=cc.rounds_id)
 def test_schedules_write_the_same_bytes(variant):
     """The race check: every kernel (store bf16 / fp16, decode plain / sinks + window / balanced, merge, dequant rows

@@ -12,8 +12,8 @@ Run on the H200: ``python -m pytest -q -m gpu tests/test_cuda_gpu.py``.
 import pytest
 import torch
 
-from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D80, D80_STORE, D96, D256, DEQUANT_ROWS, GROUPED, MOVING_MAX, NON_PRESET,
-                        PAST_64, PORTABLE, ROTATED_FP8, ROUNDS, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
+from cpp_checks import (BALANCED, BALANCED_CASES, BLOCKS, CUDA, D64, D80, D80_STORE, D96, D256, DEQUANT_ROWS, DQ_ROUNDS,
+                        GROUPED, MOVING_MAX, NON_PRESET, PAST_64, PORTABLE, ROTATED_FP8, ROUNDS, SM90, UNWRITTEN, balanced_lens, check_balanced_decode,
                         check_decode_past_64_splits, check_dequant, check_merge_kernels, check_moving_maximum,
                         check_store_rows, check_store_special_values, rounds_id, check_unwritten_slots, check_variant, cuda_runner)
 from tqgen import LayoutSpec
@@ -101,8 +101,8 @@ def test_balanced_decode_deals_splits_by_length(variant):
                                                    for name, g, counts in BALANCED_CASES], hk=hk)
 
 
-@pytest.mark.parametrize("variant", DEQUANT_ROWS, ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", DEQUANT_ROWS + DQ_ROUNDS, ids=rounds_id)
 def test_dequant_rows_matches_reference(variant):
     """The rows dequant against the reference in fp32 / bf16 / fp16, zeros past each length and up to a longer max_len
-    (cpp_checks.check_dequant states the tolerances)."""
+    (cpp_checks.check_dequant states the tolerances); the dense rotation's rounds (DQ_ROUNDS) too."""
     check_dequant(cuda_runner(), variant)

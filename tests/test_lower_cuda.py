@@ -113,6 +113,38 @@ def test_store_rounds_render_and_refuse():
         make_variant(d80, "sm90", options=o4.with_changes(["store_rounds=3"]))
 
 
+def test_dequant_rounds_render_and_refuse():
+    """CudaOptions.dequant_rounds: the dense rows dequant's bf16 / fp16 instances take a block's rounds of rows through
+    one rotation (80 x 4: TqDrGeom<96, 6, 2, 5, 3>, two parts in 6 m-tiles of shared memory), the fp32 instance one
+    round (three parts: TqDenseSmem<3>), the launch bound 3 blocks an SM; the launcher's tokens a warp follow per
+    output type; the default renders no rounds; the Hadamard rotations ignore it; uneven units (80 x 2), rows past
+    44 KB (96 x 4) and AMD targets refuse it."""
+    from tqgen.cuda_launch import dequant_warp_tokens
+    from tqgen.lower_cuda import dequant_rounds
+    d80 = LayoutSpec.from_preset("3bit_nc", layout="aos", head_dim=80, rotation="orthogonal")
+    o4 = cuda_options(d80, Target.SM90).with_changes(["dequant_rounds=4"])
+    src = render_cuda(make_variant(d80, "sm90", options=o4))
+    assert "#define TQ_DQR_ROUNDS 4" in src and "using TqDrQ = TqDrGeom<TQ_DQR_ROWS, 6, 2, 5, 3>;" in src
+    assert "#define TQ_DQR_ROWS 96" in src and "tq_dr_product<TqDrQ, 2, 2>(dsm, rot);" in src
+    assert src.count("__shared__ TqDenseSmemT<2, 6> dsm;") == 2 and src.count("__shared__ TqDenseSmem<3> dsm;") == 1
+    assert "__launch_bounds__(TQ_ROW_WARPS * 32, 3)\ntq_dequant_bf16" in src
+    plain = render_cuda(make_variant(d80, "sm90"))
+    assert "TqDrQ" not in plain and "__launch_bounds__(TQ_ROW_WARPS * 32, 4)\ntq_dequant_bf16" in plain
+    assert dequant_rounds(d80, o4) == 4 and dequant_warp_tokens(o4, 80, 4) == 24 and dequant_warp_tokens(o4, 80) == 6
+    had = LayoutSpec.from_preset("3bit_nc", layout="aos")
+    assert dequant_rounds(had, cuda_options(had, Target.SM90).with_changes(["dequant_rounds=4"])) == 1
+    with pytest.raises(SpecError, match=r"dequant_rounds=2 not supported: one of 1. the rounds' m-tiles"):
+        make_variant(d80, "sm90", options=o4.with_changes(["dequant_rounds=2"]))
+    with pytest.raises(SpecError, match=r"dequant_rounds=4 not supported: one of 1. the dense dequant's rounds are built"):
+        make_variant(d80, "gfx942", options=cuda_options(d80, Target.GFX942).with_changes(["dequant_rounds=4"]))
+    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
+    with pytest.raises(SpecError, match=r"dequant_rounds=4 not supported: one of 1. the rounds' rows in shared memory "
+                                        r"\(66560 bytes for 16-bit outputs"):
+        make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["dequant_rounds=4"]))
+    with pytest.raises(SpecError, match=r"dequant_rounds=3 not supported: one of 1, 2, 4"):
+        make_variant(d80, "sm90", options=o4.with_changes(["dequant_rounds=3"]))
+
+
 def test_fractional_value_eighths_take_line_loads():
     """3-bit values at head_dim 96: an eighth of a token's value codes (a decode thread's) is 36 bits, 4.5 bytes at
     half-byte offsets (value_eighth: the 5 bytes from the eighth's first byte). No per-thread cp.async pieces (not

@@ -28,7 +28,7 @@ import torch
 from . import reference as ref
 from .ir import LayoutSpec, Target, Vendor
 from .lower_cuda import (KERNEL_NAMES, MERGE_GROUPS, MERGE_GROUPS_MANY_FROM, MERGE_ROWS, QUERIES_PER_WARP,
-                         decode_dynamic_smem, dense_rotation, layout_params,
+                         decode_dynamic_smem, dense_rotation, dequant_rounds, layout_params,
                          make_variant, merge_groups_many, store_lanes, store_rounds)
 from .build import source_name, user_cache, variant_dir
 from .tuning import generation as tuning_generation, sm_count, split_cap, tuned_splits
@@ -388,9 +388,12 @@ def merge_groups(splits: int, head_dim: int = 128) -> int:
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # CUDA / ROCm builds of torch
 
 
-def dequant_warp_tokens(options, head_dim: int) -> int:
-    """Tokens a warp of the dequant: the rows kernel's rounds of 32 / (head_dim / 32) rows, else the lane kernel's
-    ``dequant_tokens``."""
+def dequant_warp_tokens(options, head_dim: int, rounds: int = 1) -> int:
+    """Tokens a warp of the dequant: the rows kernel's rounds of 32 / store_lanes(head_dim) rows (``rounds`` > 1: the
+    dense rotation's rounds through one rotation, ``lower_cuda.dequant_rounds``, else ``dequant_rows``), else the lane
+    kernel's ``dequant_tokens``."""
+    if rounds > 1:
+        return rounds * (32 // store_lanes(head_dim))
     return options.dequant_rows * (32 // store_lanes(head_dim)) if options.dequant_rows else options.dequant_tokens
 
 
@@ -650,7 +653,8 @@ class CudaKernels:
             else block_table.to(torch.int32).contiguous()
         sl = seq_lens if seq_lens.dtype == torch.int32 and seq_lens.is_contiguous() else seq_lens.to(torch.int32).contiguous()
         o = self.variant.options
-        w, nt = o.row_warps, dequant_warp_tokens(o, s.head_dim)  # a warp: nt tokens
+        rounds = dequant_rounds(s, o) if dtype != torch.float32 else 1  # (fp32 rows: one round, tq_dequant_rows_impl)
+        w, nt = o.row_warps, dequant_warp_tokens(o, s.head_dim, rounds)  # a warp: nt tokens
         values = (cache.data_ptr(), bt.data_ptr(), bt.stride(0), sl.data_ptr(), k.data_ptr(), v.data_ptr(), hk, max_len,
                   *self._layout(hk))
         values, params = self._rotated_args("dequant", values, cache.device)

@@ -352,6 +352,12 @@ class CudaOptions:
     # rotation a round (tq_store_impl). Session 57, CPU only (simulator, NVRTC: 125-128 registers, 4 blocks an SM):
     # not timed on a GPU yet (bench/dbg/session57c.sh), so 1 everywhere
     store_rounds: int = 1
+    # the dense rotation's rows dequant, bf16 / fp16 outputs: R rounds of the block's rows through one rotation
+    # (tq_dequant_rows_impl's batch: each lane's rows of every round written as parts, one set of products, then the
+    # rounds' outputs), the store's rounds run backwards; fp32 outputs keep one round (their three parts of 96 rows
+    # pass a block's static 48 KB). Replaces dequant_rows for the dense rotation (whose per-round rotations keep one
+    # round: two spilled). Session 58, CPU only until timed (bench/dbg/session58a.sh), so 1 everywhere
+    dequant_rounds: int = 1
     tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
     q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed
     stages: int = 3  # decode cp.async pipeline depth (CUDA, every piece 4-byte aligned); 0: register prefetch
@@ -403,6 +409,11 @@ class CudaOptions:
         if self.store_rounds > 1 and target.info.vendor is not Vendor.NVIDIA:
             r.append(Reason("store_rounds", self.store_rounds, [1], "the store's rounds are built for NVIDIA targets only "
                                                                      "(hipcc spilled gfx942's at head_dim 80)"))
+        if self.dequant_rounds not in (1, 2, 4):
+            r.append(Reason("dequant_rounds", self.dequant_rounds, [1, 2, 4]))
+        if self.dequant_rounds > 1 and target.info.vendor is not Vendor.NVIDIA:
+            r.append(Reason("dequant_rounds", self.dequant_rounds, [1], "the dense dequant's rounds are built for NVIDIA "
+                                                                         "targets only (as the store's)"))
         if self.dequant_rows not in (0, 1, 2, 4):
             r.append(Reason("dequant_rows", self.dequant_rows, [0, 1, 2, 4],
                             "rounds of rows a warp in the rows dequant; 0 runs the lane kernel instead"))
@@ -708,6 +719,9 @@ DEQUANT_MIN_BLOCKS = 8
 # parts spilled 60-316 bytes at head_dim 96, NVRTC sm80 / sm90), 2 on AMD (its 30 KB of LDS a block: two fit gfx90a /
 # gfx942's 64 KB, where clang refused the 4 blocks' occupancy target)
 DENSE_DEQUANT_MIN_BLOCKS = {"cuda": 4, "hip": 2}
+# ... and with its rounds (CudaOptions.dequant_rounds, NVIDIA only) 3: 168 registers (139-154 taken at sm90, NVRTC);
+# at 128 the 16-bit instances of head_dim 96's two rounds spilled 44-48 bytes (k3v4_nc AoS, sm80-90)
+DENSE_DEQUANT_ROUNDS_MIN_BLOCKS = 3
 
 
 # The store's __launch_bounds__ minimum at 16-element lanes (head_dim 80) on NVIDIA: 4 blocks an SM (up to 128
@@ -809,20 +823,38 @@ def row_reasons(spec: LayoutSpec, options: CudaOptions) -> list[Reason]:
         r.append(Reason("row_warps", options.row_warps, ok, f"the dense rotation deals a block's m-tiles x n-tiles "
                         f"evenly to its warps (head_dim {spec.head_dim})"))
     if dense and store_rounds(spec, options) > 1:
-        units = dense_store_units(spec.head_dim, options.row_warps, options.store_rounds)
-        if not units:
-            r.append(Reason("store_rounds", options.store_rounds, [1], f"the rounds' m-tiles x n-tiles deal evenly to "
-                            f"the block's warps (head_dim {spec.head_dim})"))
-        elif dense_smem_bytes(spec.head_dim, units[0], 2) > STORE_ROUNDS_SMEM:
-            r.append(Reason("store_rounds", options.store_rounds, [1], f"the rounds' rows in shared memory "
-                            f"({dense_smem_bytes(spec.head_dim, units[0], 2)} bytes for fp16 keys) stay within "
-                            f"{STORE_ROUNDS_SMEM} (a block's static 48 KB, the codebook's table beside them)"))
+        r += _rounds_reasons("store_rounds", spec.head_dim, options.row_warps, options.store_rounds, "for fp16 keys")
+    if dense and dequant_rounds(spec, options) > 1:
+        r += _rounds_reasons("dequant_rounds", spec.head_dim, options.row_warps, options.dequant_rounds,
+                             "for 16-bit outputs")
     if not options.dequant_rows and (dense or spec.head_dim % 32):
         r.append(Reason("dequant_rows", 0, "1 or more", "the dense rotation's dequant is the rows kernel (a block's rows "
                         "rotated together), not the lane kernel" if dense else
                         f"the lane dequant takes D/32 elements a lane: at head_dim {spec.head_dim} the dequant is the "
                         f"rows kernel ({store_lanes(spec.head_dim)} lanes of {store_elems(spec.head_dim)} a row)"))
     return r
+
+
+def _rounds_reasons(name: str, head_dim: int, row_warps: int, rounds: int, parts2: str) -> list[Reason]:
+    """Why ``rounds`` rounds of a block's rows cannot go through one dense rotation (the store's or the dequant's
+    option ``name``): their m-tiles x n-tiles do not deal evenly to the warps, or their two bf16 parts (``parts2``:
+    whose) pass ``STORE_ROUNDS_SMEM``."""
+    units = dense_store_units(head_dim, row_warps, rounds)
+    if not units:
+        return [Reason(name, rounds, [1], f"the rounds' m-tiles x n-tiles deal evenly to the block's warps (head_dim "
+                                          f"{head_dim})")]
+    if dense_smem_bytes(head_dim, units[0], 2) > STORE_ROUNDS_SMEM:
+        return [Reason(name, rounds, [1], f"the rounds' rows in shared memory ({dense_smem_bytes(head_dim, units[0], 2)} "
+                                          f"bytes {parts2}) stay within {STORE_ROUNDS_SMEM} (a block's static 48 KB, "
+                                          f"the codebook's table beside them)")]
+    return []
+
+
+def dequant_rounds(spec: LayoutSpec, options: CudaOptions) -> int:
+    """Rounds of a rows-dequant block's rows through one rotation for bf16 / fp16 outputs (the launcher's tokens a
+    warp: rounds x 32 / store_lanes): the option for the dense rotation, else 1 (``dequant_rows`` sets the rounds of
+    the other rotations; the dense rotation's fp32 outputs take one)."""
+    return options.dequant_rounds if dense_rotation(spec) else 1
 
 
 def store_rounds(spec: LayoutSpec, options: CudaOptions) -> int:
@@ -852,6 +884,9 @@ def _store_ctx(spec: LayoutSpec, options: CudaOptions, platform: Platform) -> di
         "dense": _dense_plan(spec.head_dim, options.row_warps) if dense_rotation(spec) else None,
         "rounds": rounds,
         "dense_r": _dense_plan(spec.head_dim, options.row_warps, rounds) if rounds > 1 else None,
+        "dq_rounds": dequant_rounds(spec, options),
+        "dense_q": _dense_plan(spec.head_dim, options.row_warps, dequant_rounds(spec, options))
+        if dequant_rounds(spec, options) > 1 else None,
     }
 
 
@@ -1339,7 +1374,8 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_MIN_BLOCKS[platform.name] if dense_rotation(spec)
+        dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_ROUNDS_MIN_BLOCKS if dequant_rounds(spec, options) > 1
+                                                  else DENSE_DEQUANT_MIN_BLOCKS[platform.name] if dense_rotation(spec)
                                                   else DEQUANT_MIN_BLOCKS), options.row_warps * 32),
         mma_def=MMA_DEFS[platform.mma_impl],
         store=_store_ctx(spec, options, platform), merge_groups=MERGE_GROUPS,

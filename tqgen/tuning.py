@@ -205,7 +205,7 @@ def _as_timed(recorded: dict) -> dict:
 
 #: CudaOptions fields the decode does not read (the store's and the dequant's launch shapes): a change to them
 #: leaves a table's split counts measured on the same decode kernel
-DECODE_BLIND = frozenset({"row_warps", "dequant_tokens", "dequant_rows"})
+DECODE_BLIND = frozenset({"row_warps", "dequant_tokens", "dequant_rows", "store_rounds", "dequant_rounds"})
 
 
 def options_match(recorded: dict, current: dict) -> bool:
