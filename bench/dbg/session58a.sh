@@ -1,12 +1,12 @@
 #!/bin/bash
 # Session 58: the dense rotation's rounds on a GPU, store and rows dequant (both built and checked on the CPU only):
-# the GPU tests of the rounds (store: CudaOptions.store_rounds; dequant: dequant_rounds) and of the head_dim-80 / 96
-# dense variants (session 57's two-part store included), then the same-run A/Bs: the store (bench/dbg/dense_store_ab.py:
+# the GPU tests of the rounds (store: CudaOptions.store_rounds; dequant: dequant_rounds) and the head_dim-80 / 96
+# dense stores' special values (session 57's two-part store), then the same-run A/Bs: the store (bench/dbg/dense_store_ab.py:
 # r4 at 80 with launch bounds, r2 at 96, nomma sizing the products' share) and the dequant
 # (bench/dbg/dense_dequant_ab.py: d4 at 80 with 3 / 4 blocks an SM, d2 at 96). Every arm's output checked. If an arm
 # wins, a CUDA option override by head_dim makes it the default. Files under $OUT.
 . "$(dirname "$0")/device_env.sh"
-K='rounds or d80 or d96 or orthogonal or dense' timeout 200 bash bench/dbg/gpu_tests.sh 8 tests/test_cuda_gpu.py \
+K='rounds or (store and orthogonal)' timeout 150 bash bench/dbg/gpu_tests.sh 8 tests/test_cuda_gpu.py \
   tests/test_runtime_gpu.py 2>&1 | tail -11
 echo "tests at $((SECONDS - t0)) s"
 ARMS=base,r4,r4+mb5,nomma CASES=4bit_nc:soa:80,3bit_nc:aos:80,k3v4_nc:soa:80 \
