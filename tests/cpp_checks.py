@@ -101,16 +101,18 @@ def _dq_rounds(preset: str, layout: str, head_dim: int, rounds: int, **kw):
 
 
 # the dense rows dequant's rounds (CudaOptions.dequant_rounds: a block's rounds of rows through one rotation for bf16 /
-# fp16 outputs, fp32 one round): head_dim 80's 4 (96 rows, 6 m-tiles), 96's 2 (80 rows, 5 m-tiles); 3- and 4-bit
-# Lloyd-Max keys, rotated fp8 keys
+# fp16 outputs, fp32 one round; the NVIDIA default at 80 and 96): head_dim 80's 4 (96 rows, 6 m-tiles), 96's 2 (80
+# rows, 5 m-tiles); 3- and 4-bit Lloyd-Max keys, rotated fp8 keys; and one round a rotation at 80 (AMD's dequant,
+# the option at 1)
 DQ_ROUNDS = [_dq_rounds("4bit_nc", "soa", 80, 4), _dq_rounds("3bit_nc", "aos", 80, 4),
-             _dq_rounds("k3v4_nc", "aos", 96, 2), _dq_rounds("k8v4", "aos", 80, 4, rotation_seed=3)]
+             _dq_rounds("k3v4_nc", "aos", 96, 2), _dq_rounds("k8v4", "aos", 80, 4, rotation_seed=3),
+             _dq_rounds("3bit_nc", "soa", 80, 1)]
 
 
 def rounds_id(v) -> str:
     """A test id: the variant's, with its store or dequant rounds where it has them (-k rounds selects those)."""
     return v.id + (f"-rounds{v.options.store_rounds}" if v.options.store_rounds > 1 else "") + (
-        f"-dqrounds{v.options.dequant_rounds}" if v.options.dequant_rounds > 1 else "")
+        f"-dqrounds{v.options.dequant_rounds}" if v in DQ_ROUNDS else "")
 
 
 def sm90_variants(*cases) -> list:

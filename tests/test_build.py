@@ -204,3 +204,34 @@ def test_triton_dequant_warps_are_the_dequants_alone():
     with pytest.raises(SpecError, match="dequant_num_warps"):
         make_variant(LayoutSpec.from_preset("4bit_nc", layout="soa"), "sm90",
                      options=dataclasses.replace(soa4, dequant_num_warps=3))
+
+
+def test_concurrent_builds_of_one_variant(tmp_path, monkeypatch):
+    """cuda_launch.build_binary called for one variant by several threads at once (as serving workers or GPU test
+    shards sharing a cache do across processes): each compiles in a directory of its own and renames the binary into
+    place, so every caller gets the whole binary and no build directory is left. The fake compiler writes its output
+    under one fixed name, as the real ones do, and waits until every build has written it, so the builds overlap;
+    with one shared output directory a build moved another's output away (the GPU test shards' failure, session 58)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tqgen import cuda_launch, nvrtc
+    from tqgen.compile_cpp import CompileResult
+    from tqgen.lower_cuda import make_variant as make_cuda
+
+    monkeypatch.setenv("TQGEN_CACHE_DIR", str(tmp_path))
+    n = 4
+    together = threading.Barrier(n)
+
+    def fake_compile(src, arch, out_dir):
+        out = Path(out_dir) / "kernel.cubin"
+        out.write_bytes(b"cubin of " + Path(src).read_bytes()[:32])
+        together.wait(timeout=30)
+        return CompileResult(ok=True, arch=arch, log="", output=out, cmd=["fake"])
+
+    monkeypatch.setattr(nvrtc, "compile_cuda_any", fake_compile)
+    v = make_cuda(LayoutSpec.from_preset("4bit_nc"), "sm90")
+    with ThreadPoolExecutor(n) as ex:
+        paths = list(ex.map(lambda _: cuda_launch.build_binary(v, "sm90"), range(n)))
+    assert len(set(paths)) == 1 and paths[0].read_bytes().startswith(b"cubin of ")
+    assert [p.name for p in paths[0].parent.iterdir()] == ["sm90.cubin"]

@@ -56,10 +56,10 @@ def test_reasons_name_what_is_refused():
     src = render_cuda(make_variant(d96, "sm90"))
     assert "#define TQ_STORE_V_FIRST 1" not in src and "__launch_bounds__(TQ_ROW_WARPS * 32)\ntq_store" in src
     # the rows dequant's 16-bit outputs rotate two bf16 parts of the rows by two of Π (a0b0 + a0b1 + a1b0: within one
-    # bf16 / fp16 rounding), fp32 outputs three by three (the simulator and GPU checks hold them to check_dequant's
-    # tolerances)
+    # bf16 / fp16 rounding; on NVIDIA two rounds of rows at once, 5 m-tiles), fp32 outputs three by three (the
+    # simulator and GPU checks hold them to check_dequant's tolerances)
     dq = {dt: src.split(f"tq_dequant_{dt}(")[1].split("\n}")[0] for dt in ("bf16", "f16", "f32")}
-    assert all("TqDenseSmem<2> dsm" in dq[dt] for dt in ("bf16", "f16")) and "TqDenseSmem<3> dsm" in dq["f32"]
+    assert all("TqDenseSmemT<2, 5> dsm" in dq[dt] for dt in ("bf16", "f16")) and "TqDenseSmem<3> dsm" in dq["f32"]
     assert all(f"{n}(" in src for pair in KERNEL_NAMES.values() for n in pair)
     assert src.count("TqLayout L, const uint2* __restrict__ rot)") == 5  # store bf16 / f16, dequant bf16 / f16 / f32
     # bf16 keys' rows as loaded (one part), fp16 keys' two parts, each by two of Πᵀ's parts (Lloyd-Max codes: a flip
@@ -116,19 +116,27 @@ def test_store_rounds_render_and_refuse():
 def test_dequant_rounds_render_and_refuse():
     """CudaOptions.dequant_rounds: the dense rows dequant's bf16 / fp16 instances take a block's rounds of rows through
     one rotation (80 x 4: TqDrGeom<96, 6, 2, 5, 3>, two parts in 6 m-tiles of shared memory), the fp32 instance one
-    round (three parts: TqDenseSmem<3>), the launch bound 3 blocks an SM; the launcher's tokens a warp follow per
-    output type; the default renders no rounds; the Hadamard rotations ignore it; uneven units (80 x 2), rows past
-    44 KB (96 x 4) and AMD targets refuse it."""
+    round (three parts: TqDenseSmem<3>), the launch bound 4 blocks an SM at 80's 16-element lanes, 3 at 96; the
+    launcher's tokens a warp follow per output type. The NVIDIA targets' defaults (measured): 4 rounds at head_dim 80,
+    2 at 96, 1 elsewhere and on AMD; 1 renders no rounds; the Hadamard rotations ignore it; uneven units (80 x 2),
+    rows past 44 KB (96 x 4) and AMD targets refuse it."""
     from tqgen.cuda_launch import dequant_warp_tokens
     from tqgen.lower_cuda import dequant_rounds
     d80 = LayoutSpec.from_preset("3bit_nc", layout="aos", head_dim=80, rotation="orthogonal")
-    o4 = cuda_options(d80, Target.SM90).with_changes(["dequant_rounds=4"])
+    o4 = cuda_options(d80, Target.SM90)
+    assert o4.dequant_rounds == 4 and cuda_options(d80, Target.SM80).dequant_rounds == 4
+    assert cuda_options(d80, Target.GFX942).dequant_rounds == 1
+    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
+    assert cuda_options(d96, Target.SM90).dequant_rounds == 2
+    d128 = LayoutSpec.from_preset("4bit_nc", rotation="orthogonal")
+    assert cuda_options(d128, Target.SM90).dequant_rounds == 1
     src = render_cuda(make_variant(d80, "sm90", options=o4))
     assert "#define TQ_DQR_ROUNDS 4" in src and "using TqDrQ = TqDrGeom<TQ_DQR_ROWS, 6, 2, 5, 3>;" in src
     assert "#define TQ_DQR_ROWS 96" in src and "tq_dr_product<TqDrQ, 2, 2>(dsm, rot);" in src
     assert src.count("__shared__ TqDenseSmemT<2, 6> dsm;") == 2 and src.count("__shared__ TqDenseSmem<3> dsm;") == 1
-    assert "__launch_bounds__(TQ_ROW_WARPS * 32, 3)\ntq_dequant_bf16" in src
-    plain = render_cuda(make_variant(d80, "sm90"))
+    assert "__launch_bounds__(TQ_ROW_WARPS * 32, 4)\ntq_dequant_bf16" in src
+    assert "__launch_bounds__(TQ_ROW_WARPS * 32, 3)\ntq_dequant_bf16" in render_cuda(make_variant(d96, "sm90"))
+    plain = render_cuda(make_variant(d80, "sm90", options=o4.with_changes(["dequant_rounds=1"])))
     assert "TqDrQ" not in plain and "__launch_bounds__(TQ_ROW_WARPS * 32, 4)\ntq_dequant_bf16" in plain
     assert dequant_rounds(d80, o4) == 4 and dequant_warp_tokens(o4, 80, 4) == 24 and dequant_warp_tokens(o4, 80) == 6
     had = LayoutSpec.from_preset("3bit_nc", layout="aos")
@@ -137,7 +145,6 @@ def test_dequant_rounds_render_and_refuse():
         make_variant(d80, "sm90", options=o4.with_changes(["dequant_rounds=2"]))
     with pytest.raises(SpecError, match=r"dequant_rounds=4 not supported: one of 1. the dense dequant's rounds are built"):
         make_variant(d80, "gfx942", options=cuda_options(d80, Target.GFX942).with_changes(["dequant_rounds=4"]))
-    d96 = LayoutSpec.from_preset("4bit_nc", head_dim=96, rotation="orthogonal")
     with pytest.raises(SpecError, match=r"dequant_rounds=4 not supported: one of 1. the rounds' rows in shared memory "
                                         r"\(66560 bytes for 16-bit outputs"):
         make_variant(d96, "sm90", options=cuda_options(d96, Target.SM90).with_changes(["dequant_rounds=4"]))

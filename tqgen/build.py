@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Iterable
 
@@ -157,7 +158,8 @@ def write_if_different(path: Path, text: str) -> bool:
     if path.exists() and path.read_text() == text:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    # the writer's own temporary file (processes or threads rendering one variant at once), renamed into place
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}-{threading.get_ident()}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
     return True

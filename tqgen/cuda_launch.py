@@ -254,7 +254,12 @@ def device_arch(device: torch.device) -> str:
 def build_binary(v: Variant, arch: str) -> Path:
     """Compile the variant for ``arch`` once (cached by variant id + arch); returns the binary path. CUDA: nvcc where
     found, else NVRTC (``tqgen.nvrtc``: the libnvrtc a CUDA build of torch installs), ``$TQGEN_CUDA_COMPILER`` forcing
-    one."""
+    one. Processes and threads that build one variant at once (serving workers, test shards sharing a cache) each
+    compile in a directory of their own and rename the binary into place (atomic): every caller gets a whole binary
+    (a shared output directory let one build move another's output away mid-build)."""
+    import shutil
+    import tempfile
+
     from .compile_cpp import compile_hip
     from .nvrtc import compile_cuda_any
     out_dir = user_cache() / str(v.backend) / v.id
@@ -263,12 +268,14 @@ def build_binary(v: Variant, arch: str) -> Path:
         return out
     src = variant_dir(v) / source_name(v)
     out_dir.mkdir(parents=True, exist_ok=True)
-    res = compile_cuda_any(src, arch, out_dir) if v.backend.value == "cuda" else compile_hip(src, arch, out_dir)
-    if not res.ok or res.output is None:
-        raise RuntimeError(f"compiling {v.id} for {arch} failed:\n{res.log[-4000:]}")
-    tmp = out.with_suffix(".tmp")
-    Path(res.output).replace(tmp)
-    tmp.replace(out)
+    work = Path(tempfile.mkdtemp(prefix=f".build-{arch}-", dir=out_dir))
+    try:
+        res = compile_cuda_any(src, arch, work) if v.backend.value == "cuda" else compile_hip(src, arch, work)
+        if not res.ok or res.output is None:
+            raise RuntimeError(f"compiling {v.id} for {arch} failed:\n{res.log[-4000:]}")
+        Path(res.output).replace(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     log.info("built %s for %s with %s (%s)", v.id, arch, res.cmd[0] if res.cmd else "?", out)
     return out
 

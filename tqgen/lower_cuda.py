@@ -356,7 +356,7 @@ class CudaOptions:
     # (tq_dequant_rows_impl's batch: each lane's rows of every round written as parts, one set of products, then the
     # rounds' outputs), the store's rounds run backwards; fp32 outputs keep one round (their three parts of 96 rows
     # pass a block's static 48 KB). Replaces dequant_rows for the dense rotation (whose per-round rotations keep one
-    # round: two spilled). Session 58, CPU only until timed (bench/dbg/session58a.sh), so 1 everywhere
+    # round: two spilled). Default 1; the NVIDIA targets' overrides take 4 at head_dim 80 and 2 at 96 (measured there)
     dequant_rounds: int = 1
     tile: int = 16  # decode tokens per step (the 16 rows of the score mma)
     q_in_smem: bool = True  # decode query B fragments (rotated) read from shared memory: 16 registers freed
@@ -627,7 +627,15 @@ CUDA_OPTION_OVERRIDES: tuple[OptionOverride, ...] = (
                    "that pipeline) needs 246 (fp8 keys), no spills. Untimed. (On AMD, 8-bit values at "
                    "head_dim 256 spill 8-64 VGPRs at any launch bound (the decode is unbounded there): past 256 "
                    "architectural VGPRs a wave)")
-    for t in _NV) + (
+    for t in _NV) + tuple(
+    OptionOverride(t, (("rotation", "orthogonal"), ("head_dim", d)), (("dequant_rounds", r),),
+                   f"the dense rotation's rows dequant at head_dim {d}: {r} rounds of a block's rows through one rotation "
+                   "(bf16 / fp16 outputs; each k-chunk's B fragments serve 3-5x the rows, no pad rows at 80). H100, same "
+                   "run, B=8 L=8K x 32 KV heads, bf16 out, outputs bit-identical: 80 x 4 (4 blocks an SM) 0.773 / 0.821 / "
+                   "0.814x the one-round time (4bit_nc SoA, 3bit_nc AoS, rotated k8v4 AoS), 96 x 2 (3 blocks) 0.948 / "
+                   "0.971x (4bit_nc SoA, k3v4_nc AoS); the store's rounds were slower (80 x 4: 1.05-1.06x; "
+                   "bench/results/h100-2026-12-07-dense-rounds.md)")
+    for t in _NV for d, r in ((80, 4), (96, 2))) + (
     OptionOverride(Target.SM90, (("key_codec", "lloyd_max"), ("key_bits", 3), ("head_dim", 256)),
                    (("decode_warps", 4), ("decode_min_blocks", 2)),
                    "3-bit keys at head_dim 256: 2 blocks of 4 warps (the same 8 warps an SM), debug sweep on an H100, "
@@ -719,9 +727,12 @@ DEQUANT_MIN_BLOCKS = 8
 # parts spilled 60-316 bytes at head_dim 96, NVRTC sm80 / sm90), 2 on AMD (its 30 KB of LDS a block: two fit gfx90a /
 # gfx942's 64 KB, where clang refused the 4 blocks' occupancy target)
 DENSE_DEQUANT_MIN_BLOCKS = {"cuda": 4, "hip": 2}
-# ... and with its rounds (CudaOptions.dequant_rounds, NVIDIA only) 3: 168 registers (139-154 taken at sm90, NVRTC);
-# at 128 the 16-bit instances of head_dim 96's two rounds spilled 44-48 bytes (k3v4_nc AoS, sm80-90)
-DENSE_DEQUANT_ROUNDS_MIN_BLOCKS = 3
+# ... and with its rounds (CudaOptions.dequant_rounds, NVIDIA only) by a lane's elements (store_elems): 16 (head_dim
+# 80) 4 blocks (128 registers, no spills sm80-90: H100 same run, 4 rounds at 4 blocks 0.77-0.82x the one-round
+# time, at 3 blocks 0.82-0.93x, bench/results/h100-2026-12-07-dense-rounds.md), else 3 (168 registers, 139-154 taken
+# at sm90; at 4 blocks head_dim 96's two rounds spilled 44-48 bytes in k3v4_nc AoS's 16-bit instances, sm80-90)
+DENSE_DEQUANT_ROUNDS_MIN_BLOCKS = {16: 4}
+DENSE_DEQUANT_ROUNDS_MIN_BLOCKS_ELSE = 3
 
 
 # The store's __launch_bounds__ minimum at 16-element lanes (head_dim 80) on NVIDIA: 4 blocks an SM (up to 128
@@ -1374,7 +1385,9 @@ def _render_inputs(spec: LayoutSpec, target: Target, kind: str, options: CudaOpt
         # CUDA: minimum resident blocks per SM; HIP's second bound is minimum waves per EU, and 1
         # gives the decode CDNA's whole 512-register budget (2 caps it at 256 and it spills)
         decode_min_blocks=options.decode_min_blocks if platform.name == "cuda" else 1,
-        dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_ROUNDS_MIN_BLOCKS if dequant_rounds(spec, options) > 1
+        dequant_min=min_resident_bound(platform, (DENSE_DEQUANT_ROUNDS_MIN_BLOCKS.get(
+                                                      store_elems(spec.head_dim), DENSE_DEQUANT_ROUNDS_MIN_BLOCKS_ELSE)
+                                                  if dequant_rounds(spec, options) > 1
                                                   else DENSE_DEQUANT_MIN_BLOCKS[platform.name] if dense_rotation(spec)
                                                   else DEQUANT_MIN_BLOCKS), options.row_warps * 32),
         mma_def=MMA_DEFS[platform.mma_impl],
