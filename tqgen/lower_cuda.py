@@ -349,8 +349,9 @@ class CudaOptions:
     # the dense rotation's store of Lloyd-Max keys: R rounds of the block's rows rotated together
     # (tq_store_rounds_impl), so each k-chunk's B fragments serve R times the rows (head_dim 80 with 4: 96 rows in 6
     # m-tiles, 3 a warp, no pad rows: a quarter of the B-fragment reads a row; 96 with 2: 80 rows, 5 a warp); 1: a
-    # rotation a round (tq_store_impl). Session 57, CPU only (simulator, NVRTC: 125-128 registers, 4 blocks an SM):
-    # not timed on a GPU yet (bench/dbg/session57c.sh), so 1 everywhere
+    # rotation a round (tq_store_impl). Session 57 (NVRTC: 125-128 registers, 4 blocks an SM); on an H100 (session 58,
+    # same run) 1.05-1.06x the one-round time at 80 (1.10x at 5 blocks), 1.016 / 0.960x at 96
+    # (bench/results/h100-2026-12-07-dense-rounds.md), so 1 everywhere
     store_rounds: int = 1
     # the dense rotation's rows dequant, bf16 / fp16 outputs: R rounds of the block's rows through one rotation
     # (tq_dequant_rows_impl's batch: each lane's rows of every round written as parts, one set of products, then the
