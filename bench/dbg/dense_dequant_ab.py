@@ -10,20 +10,19 @@ Prints a markdown table last.
 import os
 import re
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import torch
 
 sys.path.insert(0, "bench")
+sys.path.insert(0, "bench/dbg")
+from ab_arms import cubin, joined, launch_bound, no_products  # noqa: E402
 from cuda_h200 import bench  # noqa: E402
 from tqgen import LayoutSpec  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.cuda_launch import kernels_from_image  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import cuda_options, make_variant as make_cuda, render_cuda  # noqa: E402
-from tqgen.nvrtc import compile_cuda_any  # noqa: E402
 from tqgen.testing import Case, rel_err  # noqa: E402
 
 dev = torch.device("cuda")
@@ -39,17 +38,11 @@ def patched(src: str, arm: str) -> str | None:
     if arm == "base":
         return src
     if "+" in arm:
-        for a in arm.split("+"):
-            src = patched(src, a) if src is not None else None
-        return src
-    if arm == "nomma":  # (timing only: wrong outputs) the rotation without its products (no B loads)
-        out = src.replace("  for (int kc = 0; kc < KC; ++kc) {", "  for (int kc = 0; kc < 0; ++kc) {")
-        return out if out != src else None
+        return joined(patched, src, arm)
+    if arm == "nomma":
+        return no_products(src)
     if arm.startswith("mb"):
-        out, n = re.subn(r"__launch_bounds__\(TQ_ROW_WARPS \* 32, \d+\)\ntq_dequant",
-                         f"__launch_bounds__(TQ_ROW_WARPS * 32, {arm[2:]})\ntq_dequant", src)
-        assert n == 3, n
-        return out
+        return launch_bound(src, "tq_dequant", arm[2:], 3)
     raise ValueError(arm)
 
 
@@ -65,14 +58,7 @@ def arm_variant(case: str, arm: str):
 def compile_one(job):
     case, arm = job
     rest = "+".join(a for a in arm.split("+") if not re.fullmatch(r"d\d", a)) or "base"
-    src = patched(render_cuda(arm_variant(case, arm)), rest)
-    if src is None:
-        return None
-    d = Path(tempfile.mkdtemp())
-    (d / "k.cu").write_text(src)
-    r = compile_cuda_any(d / "k.cu", "sm90", d)
-    assert r.ok, r.log[-2000:]
-    return Path(r.output).read_bytes()
+    return cubin(patched(render_cuda(arm_variant(case, arm)), rest))
 
 
 jobs = [(c, a) for c in CASES for a in ARMS]

@@ -12,18 +12,17 @@ against the current rendering. Prints a markdown table last.
 import os
 import re
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import torch
 
 sys.path.insert(0, "bench")
+sys.path.insert(0, "bench/dbg")
+from ab_arms import cubin, joined, launch_bound, no_products  # noqa: E402
 from cuda_h200 import bench  # noqa: E402
 from tqgen import LayoutSpec  # noqa: E402
 from tqgen import reference as ref  # noqa: E402
 from tqgen.cuda_launch import kernels_from_image  # noqa: E402
-from tqgen.nvrtc import compile_cuda_any  # noqa: E402
 from tqgen.ir import Target  # noqa: E402
 from tqgen.lower_cuda import cuda_options, make_variant as make_cuda, render_cuda  # noqa: E402
 from tqgen.testing import compare_store  # noqa: E402
@@ -42,9 +41,7 @@ def patched(src: str, arm: str) -> str | None:
     if arm == "base":
         return src
     if "+" in arm:  # (arms together: vfirst+mb6)
-        for a in arm.split("+"):
-            src = patched(src, a) if src is not None else None
-        return src
+        return joined(patched, src, arm)
     if arm == "vfirst":
         if "#define TQ_STORE_V_FIRST" in src:
             return None
@@ -71,29 +68,18 @@ def patched(src: str, arm: str) -> str | None:
         out = src.replace("#pragma unroll 1  // (unrolled, sm80's", "#pragma unroll  // (unrolled, sm80's")
         return out if out != src else None
     if arm == "nomma":  # (session 57, timing only: wrong caches) the rotation without its products (no B loads)
-        out = src.replace("  for (int kc = 0; kc < KC; ++kc) {", "  for (int kc = 0; kc < 0; ++kc) {")
-        return out if out != src else None
+        return no_products(src)
     if arm == "norot":  # (session 57, timing only: wrong caches) the store's Lloyd-Max keys not rotated at all
         out = re.sub(r"tq_dense_rotate<(1, true|2, false), 2>\(k,[^;]*;", ";", src)
         return out if out != src else None
     if arm.startswith("mb"):
-        out, n = re.subn(r"__launch_bounds__\(TQ_ROW_WARPS \* 32(, \d+)?\)\ntq_store",
-                         f"__launch_bounds__(TQ_ROW_WARPS * 32, {arm[2:]})\ntq_store", src)
-        assert n == 2, n
-        return out
+        return launch_bound(src, "tq_store", arm[2:], 2)
     raise ValueError(arm)
 
 
 def compile_one(job):
-    """(case, arm, source) -> the cubin's bytes (compile_cuda_any: nvcc, else NVRTC), None where the arm is moot."""
-    case, arm, src = job
-    if src is None:
-        return None
-    d = Path(tempfile.mkdtemp())
-    (d / "k.cu").write_text(src)
-    r = compile_cuda_any(d / "k.cu", "sm90", d)
-    assert r.ok, r.log[-2000:]
-    return Path(r.output).read_bytes()
+    """(case, arm, source) -> the cubin's bytes, None where the arm is moot."""
+    return cubin(job[2])
 
 
 def arm_variant(case: str, arm: str):
